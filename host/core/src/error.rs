@@ -1,0 +1,292 @@
+//! The one error type every surface renders as `{code, message, hint, details}`.
+//!
+//! Codes are stable strings (documented in `schemas/error.schema.json`);
+//! surfaces derive their CLI exit code and HTTP status from the code, so a
+//! new failure only needs a code, never per-surface mapping code.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// Stable, machine-readable error codes. The spelling is part of the public
+/// contract: store-level failures are upper case (as operators grep logs for
+/// them), request-level failures are snake case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum ErrorCode {
+    #[serde(rename = "not_found")]
+    NotFound,
+    #[serde(rename = "bad_request")]
+    BadRequest,
+    #[serde(rename = "bad_path")]
+    BadPath,
+    #[serde(rename = "already_exists")]
+    AlreadyExists,
+    #[serde(rename = "folder_not_empty")]
+    FolderNotEmpty,
+    #[serde(rename = "folder_has_memories")]
+    FolderHasMemories,
+    #[serde(rename = "move_into_self")]
+    MoveIntoSelf,
+    #[serde(rename = "idempotency_conflict")]
+    IdempotencyConflict,
+    #[serde(rename = "version_conflict")]
+    VersionConflict,
+    #[serde(rename = "confirmation_required")]
+    ConfirmationRequired,
+    #[serde(rename = "invalid_state")]
+    InvalidState,
+    #[serde(rename = "unknown_memory_type")]
+    UnknownMemoryType,
+    #[serde(rename = "payload_too_large")]
+    PayloadTooLarge,
+    #[serde(rename = "unauthorized")]
+    Unauthorized,
+    #[serde(rename = "forbidden")]
+    Forbidden,
+    #[serde(rename = "quota_exceeded")]
+    QuotaExceeded,
+    #[serde(rename = "BUDGET_EXCEEDED")]
+    BudgetExceeded,
+    #[serde(rename = "plugin_failed")]
+    PluginFailed,
+    #[serde(rename = "plugin_invalid")]
+    PluginInvalid,
+    #[serde(rename = "capability_denied")]
+    CapabilityDenied,
+    #[serde(rename = "provider_unavailable")]
+    ProviderUnavailable,
+    #[serde(rename = "context_unavailable")]
+    ContextUnavailable,
+    #[serde(rename = "config_invalid")]
+    ConfigInvalid,
+    #[serde(rename = "workspace_not_found")]
+    WorkspaceNotFound,
+    #[serde(rename = "STORE_LOCKED")]
+    StoreLocked,
+    #[serde(rename = "STORE_CORRUPT")]
+    StoreCorrupt,
+    #[serde(rename = "STORE_UNSUPPORTED_VERSION")]
+    StoreUnsupportedVersion,
+    #[serde(rename = "io_error")]
+    Io,
+    #[serde(rename = "internal")]
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, for schema generation and documentation tests.
+    pub const ALL: &'static [ErrorCode] = &[
+        Self::NotFound,
+        Self::BadRequest,
+        Self::BadPath,
+        Self::AlreadyExists,
+        Self::FolderNotEmpty,
+        Self::FolderHasMemories,
+        Self::MoveIntoSelf,
+        Self::IdempotencyConflict,
+        Self::VersionConflict,
+        Self::ConfirmationRequired,
+        Self::InvalidState,
+        Self::UnknownMemoryType,
+        Self::PayloadTooLarge,
+        Self::Unauthorized,
+        Self::Forbidden,
+        Self::QuotaExceeded,
+        Self::BudgetExceeded,
+        Self::PluginFailed,
+        Self::PluginInvalid,
+        Self::CapabilityDenied,
+        Self::ProviderUnavailable,
+        Self::ContextUnavailable,
+        Self::ConfigInvalid,
+        Self::WorkspaceNotFound,
+        Self::StoreLocked,
+        Self::StoreCorrupt,
+        Self::StoreUnsupportedVersion,
+        Self::Io,
+        Self::Internal,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        CODE_NAMES
+            .iter()
+            .find(|(c, _)| *c == self)
+            .map_or("internal", |(_, name)| *name)
+    }
+
+    /// CLI exit code: 0 ok · 2 not found · 3 auth · 4 budget/quota ·
+    /// 5 plugin/provider · 1 other.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Self::NotFound | Self::WorkspaceNotFound => 2,
+            Self::Unauthorized | Self::Forbidden => 3,
+            Self::BudgetExceeded | Self::QuotaExceeded => 4,
+            Self::PluginFailed
+            | Self::PluginInvalid
+            | Self::CapabilityDenied
+            | Self::ProviderUnavailable => 5,
+            _ => 1,
+        }
+    }
+
+    /// HTTP status for the REST surface.
+    pub fn http_status(self) -> u16 {
+        match self {
+            Self::NotFound | Self::WorkspaceNotFound => 404,
+            Self::BadRequest | Self::BadPath | Self::ConfirmationRequired => 400,
+            Self::Unauthorized => 401,
+            Self::Forbidden | Self::CapabilityDenied => 403,
+            Self::AlreadyExists
+            | Self::FolderNotEmpty
+            | Self::FolderHasMemories
+            | Self::MoveIntoSelf
+            | Self::IdempotencyConflict
+            | Self::VersionConflict
+            | Self::InvalidState => 409,
+            Self::PayloadTooLarge => 413,
+            Self::UnknownMemoryType | Self::ConfigInvalid | Self::PluginInvalid => 422,
+            Self::BudgetExceeded => 422,
+            Self::QuotaExceeded => 429,
+            Self::ProviderUnavailable | Self::StoreLocked | Self::ContextUnavailable => 503,
+            Self::PluginFailed
+            | Self::StoreCorrupt
+            | Self::StoreUnsupportedVersion
+            | Self::Io
+            | Self::Internal => 500,
+        }
+    }
+}
+
+const CODE_NAMES: &[(ErrorCode, &str)] = &[
+    (ErrorCode::NotFound, "not_found"),
+    (ErrorCode::BadRequest, "bad_request"),
+    (ErrorCode::BadPath, "bad_path"),
+    (ErrorCode::AlreadyExists, "already_exists"),
+    (ErrorCode::FolderNotEmpty, "folder_not_empty"),
+    (ErrorCode::FolderHasMemories, "folder_has_memories"),
+    (ErrorCode::MoveIntoSelf, "move_into_self"),
+    (ErrorCode::IdempotencyConflict, "idempotency_conflict"),
+    (ErrorCode::VersionConflict, "version_conflict"),
+    (ErrorCode::ConfirmationRequired, "confirmation_required"),
+    (ErrorCode::InvalidState, "invalid_state"),
+    (ErrorCode::UnknownMemoryType, "unknown_memory_type"),
+    (ErrorCode::PayloadTooLarge, "payload_too_large"),
+    (ErrorCode::Unauthorized, "unauthorized"),
+    (ErrorCode::Forbidden, "forbidden"),
+    (ErrorCode::QuotaExceeded, "quota_exceeded"),
+    (ErrorCode::BudgetExceeded, "BUDGET_EXCEEDED"),
+    (ErrorCode::PluginFailed, "plugin_failed"),
+    (ErrorCode::PluginInvalid, "plugin_invalid"),
+    (ErrorCode::CapabilityDenied, "capability_denied"),
+    (ErrorCode::ProviderUnavailable, "provider_unavailable"),
+    (ErrorCode::ContextUnavailable, "context_unavailable"),
+    (ErrorCode::ConfigInvalid, "config_invalid"),
+    (ErrorCode::WorkspaceNotFound, "workspace_not_found"),
+    (ErrorCode::StoreLocked, "STORE_LOCKED"),
+    (ErrorCode::StoreCorrupt, "STORE_CORRUPT"),
+    (ErrorCode::StoreUnsupportedVersion, "STORE_UNSUPPORTED_VERSION"),
+    (ErrorCode::Io, "io_error"),
+    (ErrorCode::Internal, "internal"),
+];
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failure a person or an agent can act on: what happened (`message`),
+/// what to do next (`hint`), and the facts behind it (`details`, e.g.
+/// `{usage, limit, needed}` for a budget).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemError {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(default)]
+    pub hint: String,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
+    pub details: Value,
+}
+
+pub type MemResult<T> = Result<T, MemError>;
+
+impl MemError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            hint: String::new(),
+            details: Value::Null,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = hint.into();
+        self
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    pub fn not_found(what: &str, id: &str) -> Self {
+        Self::new(ErrorCode::NotFound, format!("{what} '{id}' not found"))
+            .with_hint(format!("check the {what} id or path; list what exists with `ls` or `memory list`"))
+            .with_details(serde_json::json!({ "kind": what, "id": id }))
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadRequest, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+            .with_hint("this is a bug in mem-host; please report it with the message")
+    }
+
+    pub fn io(context: &str, err: &std::io::Error) -> Self {
+        Self::new(ErrorCode::Io, format!("{context}: {err}"))
+            .with_hint("check that the path exists and is readable/writable")
+    }
+}
+
+impl fmt::Display for MemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for MemError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_names_match_serde_spelling() {
+        for code in ErrorCode::ALL {
+            let via_serde = serde_json::to_value(code).unwrap();
+            assert_eq!(via_serde, Value::String(code.as_str().to_string()));
+        }
+        assert_eq!(ErrorCode::ALL.len(), CODE_NAMES.len());
+    }
+
+    #[test]
+    fn exit_codes_follow_the_contract() {
+        assert_eq!(ErrorCode::NotFound.exit_code(), 2);
+        assert_eq!(ErrorCode::Unauthorized.exit_code(), 3);
+        assert_eq!(ErrorCode::BudgetExceeded.exit_code(), 4);
+        assert_eq!(ErrorCode::PluginFailed.exit_code(), 5);
+        assert_eq!(ErrorCode::VersionConflict.exit_code(), 1);
+    }
+
+    #[test]
+    fn error_serializes_without_null_details() {
+        let e = MemError::new(ErrorCode::BadPath, "x").with_hint("y");
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["code"], "bad_path");
+        assert!(v.get("details").is_none());
+    }
+}

@@ -1,0 +1,201 @@
+//! The search seam: what the service layer needs from lexical and vector
+//! indexes and from the embedder. Implemented by `mem-index`.
+//!
+//! Indexes are derived state: the store's event log is the truth and an
+//! index records the last event sequence it applied (its watermark), so the
+//! service can replay what an index missed after a crash, or rebuild it.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::error::{ErrorCode, MemError};
+
+/// What a search document was cut from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    Memory,
+    File,
+}
+
+impl SourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::File => "file",
+        }
+    }
+}
+
+/// One searchable unit: a memory, or one chunk of a processed file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexDoc {
+    /// Unique per document: the memory id, or `"{file_id}#{chunk}"`.
+    pub doc_id: String,
+    /// The record the document belongs to (memory id or file id); removing
+    /// a record removes all of its documents.
+    pub record_id: String,
+    pub source: SourceKind,
+    pub text: String,
+    /// Virtual path (memory scope, or the file's path).
+    pub path: String,
+    /// Memory kind/type, or the file's MIME type.
+    pub kind: String,
+    pub tags: Vec<String>,
+    pub agent_id: Option<String>,
+    /// `active`, `archived`, ... (files are always `active`).
+    pub lifecycle: String,
+    /// Unix milliseconds.
+    pub created_at_ms: i64,
+    /// When the remembered thing happened, unix milliseconds.
+    pub event_at_ms: Option<i64>,
+    /// e.g. `L10-24` for a file chunk.
+    pub locator: Option<String>,
+}
+
+/// Filters every lane applies before ranking.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchFilters {
+    pub source: Option<SourceKind>,
+    /// Any of these kinds (empty: all).
+    pub kinds: Vec<String>,
+    /// The document's path equals or lies below this folder.
+    pub path: Option<String>,
+    /// All of these tags.
+    pub tags: Vec<String>,
+    pub agent_id: Option<String>,
+    /// Inclusive bounds on `event_at_ms` (falling back to `created_at_ms`).
+    pub since_ms: Option<i64>,
+    pub until_ms: Option<i64>,
+    /// Any of these lifecycles (empty: `active` only).
+    pub lifecycles: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchRequest {
+    pub query: String,
+    pub filters: SearchFilters,
+    pub limit: usize,
+    /// Run the semantic lane when a model is active.
+    pub semantic: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Lane {
+    Lexical,
+    Semantic,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LaneStatus {
+    Ok,
+    /// Not configured (e.g. no embedding model installed): not an error.
+    Unavailable,
+    /// Configured but failed this time: the response is partial.
+    Failed,
+}
+
+/// How one recall lane did, for traces and the `partial` flag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LaneReport {
+    pub lane: Lane,
+    pub status: LaneStatus,
+    /// Candidates the lane produced after filters.
+    pub candidates: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A fused hit. Ranks are 1-based positions within each lane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexHit {
+    pub doc_id: String,
+    pub record_id: String,
+    pub source: SourceKind,
+    pub score: f32,
+    pub lexical_rank: Option<u32>,
+    pub semantic_rank: Option<u32>,
+    /// Query terms found in the document (lexical lane).
+    pub matched_terms: Vec<String>,
+    pub locator: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResponse {
+    pub hits: Vec<IndexHit>,
+    pub lanes: Vec<LaneReport>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IndexStats {
+    pub documents: u64,
+    pub vectors: u64,
+    pub lexical_bytes: u64,
+    pub vector_bytes: u64,
+    /// Active embedding model, if any.
+    pub model: Option<String>,
+    pub watermark: u64,
+}
+
+#[derive(Debug, Error)]
+pub enum IndexError {
+    #[error("search index is damaged: {0}")]
+    Corrupt(String),
+    #[error("embedding model unavailable: {0}")]
+    ModelUnavailable(String),
+    #[error("embedding failed: {0}")]
+    Embedding(String),
+    #[error("bad query: {0}")]
+    BadQuery(String),
+    #[error("index I/O failed: {0}")]
+    Io(String),
+}
+
+impl From<IndexError> for MemError {
+    fn from(e: IndexError) -> Self {
+        let msg = e.to_string();
+        match e {
+            IndexError::Corrupt(_) => MemError::new(ErrorCode::StoreCorrupt, msg)
+                .with_hint("rebuild the search index with `mem-host reindex --all`; the store is intact"),
+            IndexError::ModelUnavailable(_) | IndexError::Embedding(_) => {
+                MemError::new(ErrorCode::ProviderUnavailable, msg)
+                    .with_hint("check `mem-host model status`; reinstall with `mem-host model install`")
+            }
+            IndexError::BadQuery(_) => MemError::bad_request(msg).with_hint("simplify the query text"),
+            IndexError::Io(_) => MemError::new(ErrorCode::Io, msg)
+                .with_hint("check free disk space and permissions of the workspace folder"),
+        }
+    }
+}
+
+/// A text embedder (the host's native ONNX model). Vectors are
+/// L2-normalized, `dimensions()` long, one per input, in input order.
+pub trait Embedder: Send + Sync {
+    fn model_id(&self) -> &str;
+    fn dimensions(&self) -> usize;
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError>;
+}
+
+/// Hybrid search over memories and file chunks.
+///
+/// Invariants: after `remove_record` returns, no search returns documents of
+/// that record (forgotten content leaves at once). `commit` makes changes
+/// durable together with the watermark; after a crash, the index reopens at
+/// its last committed watermark and the caller replays later events.
+pub trait SearchIndex: Send + Sync {
+    /// Adds or replaces documents by `doc_id` (embedding them in batches when
+    /// a model is active). Visible to `search` after `commit`.
+    fn upsert(&self, docs: Vec<IndexDoc>) -> Result<(), IndexError>;
+    /// Removes every document whose `record_id` matches.
+    fn remove_record(&self, record_id: &str) -> Result<(), IndexError>;
+    /// Publishes and persists pending changes, recording `watermark`.
+    fn commit(&self, watermark: u64) -> Result<(), IndexError>;
+    /// The event sequence number of the last commit (0 when empty).
+    fn watermark(&self) -> u64;
+    /// Drops every document (before a full rebuild).
+    fn clear(&self) -> Result<(), IndexError>;
+    fn search(&self, request: &SearchRequest) -> Result<SearchResponse, IndexError>;
+    fn stats(&self) -> IndexStats;
+}

@@ -1,0 +1,12 @@
+//! Host-owned records. These are the public documents too: their JSON
+//! Schemas in `schemas/` are generated from these types.
+
+mod event;
+mod file;
+mod memory;
+
+pub use event::Event;
+pub use file::{FileRecord, FolderRecord, IndexStatus};
+pub use memory::{
+    BUILTIN_KINDS, Feedback, FeedbackAction, Lifecycle, Memory, Provenance, Relation, Tombstone,
+};

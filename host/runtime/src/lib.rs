@@ -1,0 +1,1 @@
+//! The WebAssembly plugin runtime of mem-host (wasmtime components, capabilities, limits).

@@ -1,0 +1,1 @@
+//! The one business logic of mem-host, reached by the CLI, REST and MCP surfaces.

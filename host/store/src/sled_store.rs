@@ -1,0 +1,551 @@
+use mem_core::store::{
+    Batch, Committed, Condition, Durability, Log, Op, Scan, Store, StoreError, Table,
+};
+use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
+use sled::{Db, Transactional, Tree};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::ops::Bound;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Schema version this binary writes and the newest it can read.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const META_SCHEMA_VERSION: &[u8] = b"__schema_version";
+const BLOBS: &str = "blobs";
+const BLOB_REFS: &str = "blob_refs";
+
+/// The sled-backed store of one workspace.
+pub struct SledStore {
+    db: Db,
+    dir: PathBuf,
+    /// All trees in a fixed order; a commit transacts over every one.
+    trees: Vec<Tree>,
+    table_pos: HashMap<Table, usize>,
+    log_pos: HashMap<Log, usize>,
+    blobs_pos: usize,
+    refs_pos: usize,
+    /// Serializes commits; holds the next sequence number of each log.
+    commit_lock: Mutex<HashMap<Log, u64>>,
+    /// Held for the lifetime of the store: the cross-process lock.
+    _lock_file: File,
+}
+
+impl std::fmt::Debug for SledStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SledStore").field("dir", &self.dir).finish()
+    }
+}
+
+fn io_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Io(e.to_string())
+}
+
+fn sled_err(e: sled::Error) -> StoreError {
+    match e {
+        sled::Error::Corruption { .. } | sled::Error::ReportableBug(_) => {
+            StoreError::Corrupt { reason: e.to_string() }
+        }
+        sled::Error::Io(io) if io.kind() == std::io::ErrorKind::InvalidData => {
+            StoreError::Corrupt { reason: io.to_string() }
+        }
+        other => StoreError::Io(other.to_string()),
+    }
+}
+
+fn log_key(seq: u64) -> [u8; 8] {
+    seq.to_be_bytes()
+}
+
+fn decode_u64(bytes: &[u8]) -> Result<u64, StoreError> {
+    let arr: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| StoreError::Corrupt { reason: format!("expected 8 bytes, found {}", bytes.len()) })?;
+    Ok(u64::from_be_bytes(arr))
+}
+
+/// The smallest key greater than every key starting with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+impl SledStore {
+    /// Opens (creating if absent) the store in `dir`.
+    ///
+    /// Fails with `Locked` when another process holds it, `UnsupportedVersion`
+    /// for a newer schema, `Corrupt` when sled cannot read it or the schema
+    /// marker is missing from an existing store.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir).map_err(io_err)?;
+        let lock_path = dir.join("LOCK");
+        let lock_file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_err)?;
+        match lock_file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked { path: dir.display().to_string() });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
+        }
+
+        let db_path = dir.join("db");
+        let existed = db_path.exists();
+        // sled can panic on some kinds of damage; a panic must never reach
+        // the user as a crash, and never lead to a silent re-init.
+        let opened = catch_unwind(AssertUnwindSafe(|| {
+            sled::Config::new()
+                .path(&db_path)
+                .mode(sled::Mode::HighThroughput)
+                .flush_every_ms(Some(500))
+                .open()
+        }));
+        let db = match opened {
+            Ok(Ok(db)) => db,
+            Ok(Err(e)) => {
+                return Err(match sled_err(e) {
+                    StoreError::Io(reason) if existed => StoreError::Corrupt { reason },
+                    other => other,
+                });
+            }
+            Err(_) => {
+                return Err(StoreError::Corrupt { reason: "the storage engine could not read its files".into() });
+            }
+        };
+        Self::from_db(db, dir.to_path_buf(), lock_file, existed)
+    }
+
+    fn from_db(db: Db, dir: PathBuf, lock_file: File, existed: bool) -> Result<Self, StoreError> {
+        let mut trees = Vec::new();
+        let mut table_pos = HashMap::new();
+        let mut log_pos = HashMap::new();
+        for t in Table::ALL {
+            table_pos.insert(*t, trees.len());
+            trees.push(db.open_tree(t.name()).map_err(sled_err)?);
+        }
+        for l in Log::ALL {
+            log_pos.insert(*l, trees.len());
+            trees.push(db.open_tree(format!("log_{}", l.name())).map_err(sled_err)?);
+        }
+        let blobs_pos = trees.len();
+        trees.push(db.open_tree(BLOBS).map_err(sled_err)?);
+        let refs_pos = trees.len();
+        trees.push(db.open_tree(BLOB_REFS).map_err(sled_err)?);
+
+        let meta = &trees[table_pos[&Table::Meta]];
+        match meta.get(META_SCHEMA_VERSION).map_err(sled_err)? {
+            Some(v) => {
+                let bytes: [u8; 4] = v.as_ref().try_into().map_err(|_| StoreError::Corrupt {
+                    reason: "schema version marker is malformed".into(),
+                })?;
+                let found = u32::from_be_bytes(bytes);
+                if found > SCHEMA_VERSION {
+                    return Err(StoreError::UnsupportedVersion { found, supported: SCHEMA_VERSION });
+                }
+            }
+            None if existed || db.was_recovered() => {
+                return Err(StoreError::Corrupt { reason: "schema version marker is missing".into() });
+            }
+            None => {
+                meta.insert(META_SCHEMA_VERSION, &SCHEMA_VERSION.to_be_bytes()).map_err(sled_err)?;
+                db.flush().map_err(sled_err)?;
+            }
+        }
+
+        let mut next_seq = HashMap::new();
+        for l in Log::ALL {
+            let tree = &trees[log_pos[l]];
+            let last = match tree.last().map_err(sled_err)? {
+                Some((k, _)) => decode_u64(&k)?,
+                None => 0,
+            };
+            next_seq.insert(*l, last + 1);
+        }
+
+        Ok(Self {
+            db,
+            dir,
+            trees,
+            table_pos,
+            log_pos,
+            blobs_pos,
+            refs_pos,
+            commit_lock: Mutex::new(next_seq),
+            _lock_file: lock_file,
+        })
+    }
+
+    fn table(&self, t: Table) -> &Tree {
+        &self.trees[self.table_pos[&t]]
+    }
+
+    fn log(&self, l: Log) -> &Tree {
+        &self.trees[self.log_pos[&l]]
+    }
+
+    /// Writes a schema version marker directly (tests of version refusal).
+    pub fn force_schema_version(&self, version: u32) -> Result<(), StoreError> {
+        self.table(Table::Meta)
+            .insert(META_SCHEMA_VERSION, &version.to_be_bytes())
+            .map_err(sled_err)?;
+        self.db.flush().map_err(sled_err)?;
+        Ok(())
+    }
+
+    fn apply(
+        &self,
+        txs: &[TransactionalTree],
+        batch: &Batch,
+        next_seq: &HashMap<Log, u64>,
+    ) -> Result<Committed, ConflictableTransactionError<StoreError>> {
+        for (index, cond) in batch.conditions.iter().enumerate() {
+            let Condition::Equals { table, key, value } = cond;
+            let current = txs[self.table_pos[table]].get(key.as_bytes())?;
+            if current.as_deref() != value.as_deref() {
+                return Err(ConflictableTransactionError::Abort(StoreError::ConditionFailed { index }));
+            }
+        }
+        let mut seqs = Vec::new();
+        let mut local_seq = next_seq.clone();
+        for op in &batch.ops {
+            match op {
+                Op::Put { table, key, value } => {
+                    txs[self.table_pos[table]].insert(key.as_bytes(), value.as_slice())?;
+                }
+                Op::Delete { table, key } => {
+                    txs[self.table_pos[table]].remove(key.as_bytes())?;
+                }
+                Op::Append { log, value } => {
+                    let seq = local_seq.get(log).copied().unwrap_or(1);
+                    txs[self.log_pos[log]].insert(&log_key(seq), value.as_slice())?;
+                    local_seq.insert(*log, seq + 1);
+                    seqs.push(seq);
+                }
+                Op::BlobRef { sha256, delta } => {
+                    let refs = &txs[self.refs_pos];
+                    let blobs = &txs[self.blobs_pos];
+                    if blobs.get(sha256.as_bytes())?.is_none() {
+                        return Err(ConflictableTransactionError::Abort(StoreError::MissingBlob {
+                            sha256: sha256.clone(),
+                        }));
+                    }
+                    let current = match refs.get(sha256.as_bytes())? {
+                        Some(v) => decode_u64(&v).map_err(ConflictableTransactionError::Abort)?,
+                        None => 0,
+                    };
+                    let next = current as i64 + delta;
+                    if next <= 0 {
+                        refs.remove(sha256.as_bytes())?;
+                        blobs.remove(sha256.as_bytes())?;
+                    } else {
+                        refs.insert(sha256.as_bytes(), &(next as u64).to_be_bytes())?;
+                    }
+                }
+            }
+        }
+        Ok(Committed { seqs })
+    }
+}
+
+impl Store for SledStore {
+    fn get(&self, table: Table, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.table(table).get(key.as_bytes()).map_err(sled_err)?.map(|v| v.to_vec()))
+    }
+
+    fn scan(&self, table: Table, scan: &Scan<'_>) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let tree = self.table(table);
+        let prefix = scan.prefix.as_bytes();
+        let end = prefix_end(prefix);
+        let (lo, hi): (Bound<Vec<u8>>, Bound<Vec<u8>>) = if scan.reverse {
+            let hi = match (scan.after, end) {
+                (Some(a), Some(e)) if a.as_bytes() < e.as_slice() => Bound::Excluded(a.as_bytes().to_vec()),
+                (Some(a), None) => Bound::Excluded(a.as_bytes().to_vec()),
+                (_, Some(e)) => Bound::Excluded(e),
+                (None, None) => Bound::Unbounded,
+            };
+            (Bound::Included(prefix.to_vec()), hi)
+        } else {
+            let lo = match scan.after {
+                Some(a) if a.as_bytes() >= prefix => Bound::Excluded(a.as_bytes().to_vec()),
+                _ => Bound::Included(prefix.to_vec()),
+            };
+            (lo, end.map_or(Bound::Unbounded, Bound::Excluded))
+        };
+        let range = tree.range::<Vec<u8>, _>((lo, hi));
+        let iter: Box<dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>> =
+            if scan.reverse { Box::new(range.rev()) } else { Box::new(range) };
+        let mut out = Vec::new();
+        for item in iter {
+            if out.len() >= scan.limit {
+                break;
+            }
+            let (k, v) = item.map_err(sled_err)?;
+            let key = String::from_utf8(k.to_vec())
+                .map_err(|_| StoreError::Corrupt { reason: format!("non-UTF-8 key in {}", table.name()) })?;
+            out.push((key, v.to_vec()));
+        }
+        Ok(out)
+    }
+
+    fn count(&self, table: Table) -> Result<u64, StoreError> {
+        Ok(self.table(table).len() as u64)
+    }
+
+    fn commit(&self, batch: Batch, durability: Durability) -> Result<Committed, StoreError> {
+        let committed = {
+            let mut next_seq = self
+                .commit_lock
+                .lock()
+                .map_err(|_| StoreError::Io("a previous commit panicked".into()))?;
+            let result = self
+                .trees
+                .as_slice()
+                .transaction(|txs| self.apply(txs, &batch, &next_seq));
+            let committed = match result {
+                Ok(c) => c,
+                Err(TransactionError::Abort(e)) => return Err(e),
+                Err(TransactionError::Storage(e)) => return Err(sled_err(e)),
+            };
+            for op in &batch.ops {
+                if let Op::Append { log, .. } = op {
+                    *next_seq.entry(*log).or_insert(1) += 1;
+                }
+            }
+            committed
+        };
+        if durability == Durability::Immediate {
+            self.flush()?;
+        }
+        Ok(committed)
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush().map_err(sled_err)?;
+        Ok(())
+    }
+
+    fn put_blob(&self, sha256: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let blobs = &self.trees[self.blobs_pos];
+        if !blobs.contains_key(sha256.as_bytes()).map_err(sled_err)? {
+            blobs.insert(sha256.as_bytes(), bytes).map_err(sled_err)?;
+        }
+        Ok(())
+    }
+
+    fn get_blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.trees[self.blobs_pos]
+            .get(sha256.as_bytes())
+            .map_err(sled_err)?
+            .map(|v| v.to_vec()))
+    }
+
+    fn blob_refcount(&self, sha256: &str) -> Result<u64, StoreError> {
+        match self.trees[self.refs_pos].get(sha256.as_bytes()).map_err(sled_err)? {
+            Some(v) => decode_u64(&v),
+            None => Ok(0),
+        }
+    }
+
+    fn gc_blobs(&self) -> Result<u64, StoreError> {
+        let _guard = self
+            .commit_lock
+            .lock()
+            .map_err(|_| StoreError::Io("a previous commit panicked".into()))?;
+        let blobs = &self.trees[self.blobs_pos];
+        let refs = &self.trees[self.refs_pos];
+        let mut removed = 0;
+        for item in blobs.iter() {
+            let (k, _) = item.map_err(sled_err)?;
+            if !refs.contains_key(&k).map_err(sled_err)? {
+                blobs.remove(&k).map_err(sled_err)?;
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            self.db.flush().map_err(sled_err)?;
+        }
+        Ok(removed)
+    }
+
+    fn read_log(&self, log: Log, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        let start = log_key(after.saturating_add(1));
+        let mut out = Vec::new();
+        for item in self.log(log).range(start..).take(limit) {
+            let (k, v) = item.map_err(sled_err)?;
+            out.push((decode_u64(&k)?, v.to_vec()));
+        }
+        Ok(out)
+    }
+
+    fn last_log_entry(&self, log: Log) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
+        match self.log(log).last().map_err(sled_err)? {
+            Some((k, v)) => Ok(Some((decode_u64(&k)?, v.to_vec()))),
+            None => Ok(None),
+        }
+    }
+
+    fn size_on_disk(&self) -> Result<u64, StoreError> {
+        self.db.size_on_disk().map_err(sled_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &Path) -> SledStore {
+        SledStore::open(dir).unwrap()
+    }
+
+    #[test]
+    fn batch_is_atomic_and_conditions_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = open(dir.path());
+        let mut b = Batch::new();
+        b.expect(Table::Memories, "a", None).put(Table::Memories, "a", b"1".to_vec());
+        s.commit(b, Durability::Immediate).unwrap();
+
+        let mut b = Batch::new();
+        b.expect(Table::Memories, "a", None)
+            .put(Table::Memories, "a", b"2".to_vec())
+            .put(Table::Memories, "b", b"2".to_vec());
+        let err = s.commit(b, Durability::Immediate).unwrap_err();
+        assert_eq!(err, StoreError::ConditionFailed { index: 0 });
+        assert_eq!(s.get(Table::Memories, "a").unwrap().unwrap(), b"1");
+        assert!(s.get(Table::Memories, "b").unwrap().is_none());
+    }
+
+    #[test]
+    fn log_sequence_is_gap_free_and_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = open(dir.path());
+            let mut b = Batch::new();
+            b.append(Log::Events, b"e1".to_vec()).append(Log::Events, b"e2".to_vec());
+            assert_eq!(s.commit(b, Durability::Immediate).unwrap().seqs, vec![1, 2]);
+            // A failed batch consumes no sequence numbers.
+            let mut b = Batch::new();
+            b.expect(Table::Meta, "x", Some(b"nope".to_vec())).append(Log::Events, b"lost".to_vec());
+            assert!(s.commit(b, Durability::Immediate).is_err());
+        }
+        let s = open(dir.path());
+        let mut b = Batch::new();
+        b.append(Log::Events, b"e3".to_vec());
+        assert_eq!(s.commit(b, Durability::Immediate).unwrap().seqs, vec![3]);
+        let all = s.read_log(Log::Events, 0, 10).unwrap();
+        assert_eq!(all.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(s.read_log(Log::Events, 2, 10).unwrap().len(), 1);
+        assert_eq!(s.last_log_entry(Log::Events).unwrap().unwrap().0, 3);
+    }
+
+    #[test]
+    fn blobs_are_reference_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = open(dir.path());
+        s.put_blob("h", b"bytes").unwrap();
+        let mut b = Batch::new();
+        b.blob_ref("h", 1).blob_ref("h", 1);
+        s.commit(b, Durability::Immediate).unwrap();
+        assert_eq!(s.blob_refcount("h").unwrap(), 2);
+        let mut b = Batch::new();
+        b.blob_ref("h", -1);
+        s.commit(b, Durability::Immediate).unwrap();
+        assert_eq!(s.get_blob("h").unwrap().unwrap(), b"bytes");
+        let mut b = Batch::new();
+        b.blob_ref("h", -1);
+        s.commit(b, Durability::Immediate).unwrap();
+        assert!(s.get_blob("h").unwrap().is_none());
+
+        let mut b = Batch::new();
+        b.blob_ref("missing", 1);
+        assert!(matches!(s.commit(b, Durability::Immediate), Err(StoreError::MissingBlob { .. })));
+    }
+
+    #[test]
+    fn gc_removes_unreferenced_blobs_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = open(dir.path());
+        s.put_blob("kept", b"k").unwrap();
+        s.put_blob("orphan", b"o").unwrap();
+        let mut b = Batch::new();
+        b.blob_ref("kept", 1);
+        s.commit(b, Durability::Immediate).unwrap();
+        assert_eq!(s.gc_blobs().unwrap(), 1);
+        assert!(s.get_blob("kept").unwrap().is_some());
+        assert!(s.get_blob("orphan").unwrap().is_none());
+    }
+
+    #[test]
+    fn scan_prefix_cursor_and_reverse() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = open(dir.path());
+        let mut b = Batch::new();
+        for k in ["a/1", "a/2", "a/3", "b/1"] {
+            b.put(Table::Folders, k, k.as_bytes().to_vec());
+        }
+        s.commit(b, Durability::Immediate).unwrap();
+        let keys = |v: Vec<(String, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        let scan = |prefix, after, reverse| Scan { prefix, after, limit: 10, reverse };
+        assert_eq!(keys(s.scan(Table::Folders, &scan("a/", None, false)).unwrap()), ["a/1", "a/2", "a/3"]);
+        assert_eq!(keys(s.scan(Table::Folders, &scan("a/", Some("a/1"), false)).unwrap()), ["a/2", "a/3"]);
+        assert_eq!(keys(s.scan(Table::Folders, &scan("a/", None, true)).unwrap()), ["a/3", "a/2", "a/1"]);
+        assert_eq!(keys(s.scan(Table::Folders, &scan("a/", Some("a/3"), true)).unwrap()), ["a/2", "a/1"]);
+        assert_eq!(keys(s.scan(Table::Folders, &scan("", Some("a/3"), false)).unwrap()), ["b/1"]);
+        assert_eq!(
+            keys(s.scan(Table::Folders, &Scan { prefix: "", after: None, limit: 2, reverse: false }).unwrap()),
+            ["a/1", "a/2"]
+        );
+    }
+
+    #[test]
+    fn second_open_is_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let _s = open(dir.path());
+        assert!(matches!(SledStore::open(dir.path()), Err(StoreError::Locked { .. })));
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = open(dir.path());
+            s.force_schema_version(SCHEMA_VERSION + 1).unwrap();
+        }
+        assert_eq!(
+            SledStore::open(dir.path()).unwrap_err(),
+            StoreError::UnsupportedVersion { found: SCHEMA_VERSION + 1, supported: SCHEMA_VERSION }
+        );
+    }
+
+    #[test]
+    fn damaged_store_is_corrupt_not_reinitialised() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = open(dir.path());
+            let mut b = Batch::new();
+            b.put(Table::Memories, "m", b"v".to_vec());
+            s.commit(b, Durability::Immediate).unwrap();
+        }
+        let db = dir.path().join("db");
+        for entry in std::fs::read_dir(&db).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_file() {
+                std::fs::write(&p, vec![0xA5u8; 4096]).unwrap();
+            }
+        }
+        let err = SledStore::open(dir.path()).unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    }
+}

@@ -1,0 +1,1 @@
+//! mem-plugin-harness
