@@ -37,6 +37,9 @@ pub enum ErrorCode {
     InvalidState,
     #[serde(rename = "unknown_memory_type")]
     UnknownMemoryType,
+    /// The write gate refused a write (policy, evidence, `never` rule).
+    #[serde(rename = "write_rejected")]
+    WriteRejected,
     #[serde(rename = "payload_too_large")]
     PayloadTooLarge,
     #[serde(rename = "unauthorized")]
@@ -88,6 +91,7 @@ impl ErrorCode {
         Self::ConfirmationRequired,
         Self::InvalidState,
         Self::UnknownMemoryType,
+        Self::WriteRejected,
         Self::PayloadTooLarge,
         Self::Unauthorized,
         Self::Forbidden,
@@ -144,7 +148,10 @@ impl ErrorCode {
             | Self::VersionConflict
             | Self::InvalidState => 409,
             Self::PayloadTooLarge => 413,
-            Self::UnknownMemoryType | Self::ConfigInvalid | Self::PluginInvalid => 422,
+            Self::UnknownMemoryType
+            | Self::WriteRejected
+            | Self::ConfigInvalid
+            | Self::PluginInvalid => 422,
             Self::BudgetExceeded => 422,
             Self::QuotaExceeded => 429,
             Self::ProviderUnavailable | Self::StoreLocked | Self::ContextUnavailable => 503,
@@ -170,6 +177,7 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     (ErrorCode::ConfirmationRequired, "confirmation_required"),
     (ErrorCode::InvalidState, "invalid_state"),
     (ErrorCode::UnknownMemoryType, "unknown_memory_type"),
+    (ErrorCode::WriteRejected, "write_rejected"),
     (ErrorCode::PayloadTooLarge, "payload_too_large"),
     (ErrorCode::Unauthorized, "unauthorized"),
     (ErrorCode::Forbidden, "forbidden"),
@@ -184,7 +192,10 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     (ErrorCode::WorkspaceNotFound, "workspace_not_found"),
     (ErrorCode::StoreLocked, "STORE_LOCKED"),
     (ErrorCode::StoreCorrupt, "STORE_CORRUPT"),
-    (ErrorCode::StoreUnsupportedVersion, "STORE_UNSUPPORTED_VERSION"),
+    (
+        ErrorCode::StoreUnsupportedVersion,
+        "STORE_UNSUPPORTED_VERSION",
+    ),
     (ErrorCode::Io, "io_error"),
     (ErrorCode::Internal, "internal"),
 ];
@@ -233,7 +244,9 @@ impl MemError {
 
     pub fn not_found(what: &str, id: &str) -> Self {
         Self::new(ErrorCode::NotFound, format!("{what} '{id}' not found"))
-            .with_hint(format!("check the {what} id or path; list what exists with `ls` or `memory list`"))
+            .with_hint(format!(
+                "check the {what} id or path; list what exists with `ls` or `memory list`"
+            ))
             .with_details(serde_json::json!({ "kind": what, "id": id }))
     }
 

@@ -51,6 +51,11 @@ pub struct IndexDoc {
     pub event_at_ms: Option<i64>,
     /// e.g. `L10-24` for a file chunk.
     pub locator: Option<String>,
+    /// Neighbouring text that helps find this document (e.g. the memory
+    /// written just before it in the same scope). Matched with a lower
+    /// weight than `text`; never shown as the document's content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 /// Filters every lane applies before ranking.
@@ -157,13 +162,17 @@ impl From<IndexError> for MemError {
     fn from(e: IndexError) -> Self {
         let msg = e.to_string();
         match e {
-            IndexError::Corrupt(_) => MemError::new(ErrorCode::StoreCorrupt, msg)
-                .with_hint("rebuild the search index with `mem-host reindex --all`; the store is intact"),
+            IndexError::Corrupt(_) => MemError::new(ErrorCode::StoreCorrupt, msg).with_hint(
+                "rebuild the search index with `mem-host reindex --all`; the store is intact",
+            ),
             IndexError::ModelUnavailable(_) | IndexError::Embedding(_) => {
-                MemError::new(ErrorCode::ProviderUnavailable, msg)
-                    .with_hint("check `mem-host model status`; reinstall with `mem-host model install`")
+                MemError::new(ErrorCode::ProviderUnavailable, msg).with_hint(
+                    "check `mem-host model status`; reinstall with `mem-host model install`",
+                )
             }
-            IndexError::BadQuery(_) => MemError::bad_request(msg).with_hint("simplify the query text"),
+            IndexError::BadQuery(_) => {
+                MemError::bad_request(msg).with_hint("simplify the query text")
+            }
             IndexError::Io(_) => MemError::new(ErrorCode::Io, msg)
                 .with_hint("check free disk space and permissions of the workspace folder"),
         }
@@ -196,6 +205,13 @@ pub trait SearchIndex: Send + Sync {
     fn watermark(&self) -> u64;
     /// Drops every document (before a full rebuild).
     fn clear(&self) -> Result<(), IndexError>;
+    /// True when the index cannot be brought up to date by replaying events
+    /// after its watermark (it was missing or damaged and was recreated
+    /// empty, or its vectors were made by another model): the caller clears
+    /// it and re-indexes every record.
+    fn needs_rebuild(&self) -> bool {
+        false
+    }
     fn search(&self, request: &SearchRequest) -> Result<SearchResponse, IndexError>;
     fn stats(&self) -> IndexStats;
 }

@@ -32,7 +32,10 @@ impl VPath {
             return Err(fail("empty", "the path is empty"));
         }
         if raw.len() > MAX_PATH_BYTES {
-            return Err(fail("too_long", &format!("longer than {MAX_PATH_BYTES} bytes")));
+            return Err(fail(
+                "too_long",
+                &format!("longer than {MAX_PATH_BYTES} bytes"),
+            ));
         }
         if raw.contains('\0') {
             return Err(fail("nul_byte", "contains a NUL byte"));
@@ -122,7 +125,11 @@ impl VPath {
 
     /// Re-roots `self` from under `from` to under `to` (for folder moves).
     pub fn rebase(&self, from: &VPath, to: &VPath) -> Result<VPath, MemError> {
-        let rest = if self == from { "" } else { &self.0[from.0.len()..] };
+        let rest = if self == from {
+            ""
+        } else {
+            &self.0[from.0.len()..]
+        };
         if to.is_root() {
             if rest.is_empty() {
                 Ok(Self::root())
@@ -182,12 +189,22 @@ mod tests {
     use super::*;
 
     fn rule(raw: &str) -> String {
-        VPath::parse(raw).unwrap_err().details["rule"].as_str().unwrap().to_string()
+        VPath::parse(raw).unwrap_err().details["rule"]
+            .as_str()
+            .unwrap()
+            .to_string()
     }
 
     #[test]
     fn accepts_good_paths() {
-        for p in ["/", "/a", "/a/b.c", "/Projects/Notes", "/a/.hidden", "/a/..b"] {
+        for p in [
+            "/",
+            "/a",
+            "/a/b.c",
+            "/Projects/Notes",
+            "/a/.hidden",
+            "/a/..b",
+        ] {
             assert_eq!(VPath::parse(p).unwrap().as_str(), p);
         }
     }
@@ -202,7 +219,10 @@ mod tests {
         assert_eq!(rule("/a/../b"), "dot_dot_segment");
         assert_eq!(rule("/a\0b"), "nul_byte");
         assert_eq!(rule("/a\nb"), "control_character");
-        assert_eq!(rule(&format!("/{}", "x".repeat(MAX_PATH_BYTES))), "too_long");
+        assert_eq!(
+            rule(&format!("/{}", "x".repeat(MAX_PATH_BYTES))),
+            "too_long"
+        );
     }
 
     #[test]
@@ -213,7 +233,11 @@ mod tests {
         assert_eq!(VPath::parse("/a").unwrap().parent().unwrap(), VPath::root());
         assert!(p.is_within(&VPath::parse("/a").unwrap()));
         assert!(p.is_within(&p));
-        assert!(!VPath::parse("/ab").unwrap().is_within(&VPath::parse("/a").unwrap()));
+        assert!(
+            !VPath::parse("/ab")
+                .unwrap()
+                .is_within(&VPath::parse("/a").unwrap())
+        );
         assert!(p.is_within(&VPath::root()));
         assert_eq!(
             p.ancestors().iter().map(VPath::as_str).collect::<Vec<_>>(),

@@ -97,20 +97,37 @@ impl Log {
 /// One mutation inside a [`Batch`].
 #[derive(Debug, Clone)]
 pub enum Op {
-    Put { table: Table, key: String, value: Vec<u8> },
-    Delete { table: Table, key: String },
+    Put {
+        table: Table,
+        key: String,
+        value: Vec<u8>,
+    },
+    Delete {
+        table: Table,
+        key: String,
+    },
     /// Appends to a log; the assigned sequence number is returned by commit.
-    Append { log: Log, value: Vec<u8> },
+    Append {
+        log: Log,
+        value: Vec<u8>,
+    },
     /// Adjusts a blob's reference count; at zero the blob is deleted in the
     /// same atomic step. The blob must have been stored with `put_blob`.
-    BlobRef { sha256: String, delta: i64 },
+    BlobRef {
+        sha256: String,
+        delta: i64,
+    },
 }
 
 /// A precondition checked atomically with the batch's mutations.
 #[derive(Debug, Clone)]
 pub enum Condition {
     /// The key currently holds exactly `value` (`None`: the key is absent).
-    Equals { table: Table, key: String, value: Option<Vec<u8>> },
+    Equals {
+        table: Table,
+        key: String,
+        value: Option<Vec<u8>>,
+    },
 }
 
 /// An atomic unit of work: all conditions hold and all ops apply, or nothing.
@@ -126,12 +143,19 @@ impl Batch {
     }
 
     pub fn put(&mut self, table: Table, key: impl Into<String>, value: Vec<u8>) -> &mut Self {
-        self.ops.push(Op::Put { table, key: key.into(), value });
+        self.ops.push(Op::Put {
+            table,
+            key: key.into(),
+            value,
+        });
         self
     }
 
     pub fn delete(&mut self, table: Table, key: impl Into<String>) -> &mut Self {
-        self.ops.push(Op::Delete { table, key: key.into() });
+        self.ops.push(Op::Delete {
+            table,
+            key: key.into(),
+        });
         self
     }
 
@@ -141,12 +165,24 @@ impl Batch {
     }
 
     pub fn blob_ref(&mut self, sha256: impl Into<String>, delta: i64) -> &mut Self {
-        self.ops.push(Op::BlobRef { sha256: sha256.into(), delta });
+        self.ops.push(Op::BlobRef {
+            sha256: sha256.into(),
+            delta,
+        });
         self
     }
 
-    pub fn expect(&mut self, table: Table, key: impl Into<String>, value: Option<Vec<u8>>) -> &mut Self {
-        self.conditions.push(Condition::Equals { table, key: key.into(), value });
+    pub fn expect(
+        &mut self,
+        table: Table,
+        key: impl Into<String>,
+        value: Option<Vec<u8>>,
+    ) -> &mut Self {
+        self.conditions.push(Condition::Equals {
+            table,
+            key: key.into(),
+            value,
+        });
         self
     }
 
@@ -190,7 +226,9 @@ pub enum StoreError {
     Locked { path: String },
     #[error("the store is damaged: {reason}")]
     Corrupt { reason: String },
-    #[error("the store was written by schema version {found}; this binary supports up to {supported}")]
+    #[error(
+        "the store was written by schema version {found}; this binary supports up to {supported}"
+    )]
     UnsupportedVersion { found: u32, supported: u32 },
     #[error("condition {index} of the batch did not hold")]
     ConditionFailed { index: usize },
@@ -245,13 +283,21 @@ pub trait Store: Send + Sync {
     /// Stores bytes under their SHA-256 (idempotent; not yet referenced).
     fn put_blob(&self, sha256: &str, bytes: &[u8]) -> Result<(), StoreError>;
     fn get_blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    fn has_blob(&self, sha256: &str) -> Result<bool, StoreError>;
     fn blob_refcount(&self, sha256: &str) -> Result<u64, StoreError>;
     /// Deletes blobs stored by `put_blob` that no record ever referenced
-    /// (left behind by a crash between `put_blob` and `commit`).
+    /// (left behind by a crash between `put_blob` and `commit`). Cost is
+    /// proportional to such blobs, not to all blobs; run it when no write
+    /// is in flight (at open).
     fn gc_blobs(&self) -> Result<u64, StoreError>;
 
     /// Entries with a sequence number greater than `after`, oldest first.
-    fn read_log(&self, log: Log, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;
+    fn read_log(
+        &self,
+        log: Log,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;
     /// The newest entry, if any.
     fn last_log_entry(&self, log: Log) -> Result<Option<(u64, Vec<u8>)>, StoreError>;
 

@@ -16,6 +16,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 const META_SCHEMA_VERSION: &[u8] = b"__schema_version";
 const BLOBS: &str = "blobs";
 const BLOB_REFS: &str = "blob_refs";
+/// Blobs written by `put_blob` whose first reference is not committed yet.
+const BLOB_PENDING: &str = "blob_pending";
 
 /// The sled-backed store of one workspace.
 pub struct SledStore {
@@ -27,6 +29,7 @@ pub struct SledStore {
     log_pos: HashMap<Log, usize>,
     blobs_pos: usize,
     refs_pos: usize,
+    pending_pos: usize,
     /// Serializes commits; holds the next sequence number of each log.
     commit_lock: Mutex<HashMap<Log, u64>>,
     /// Held for the lifetime of the store: the cross-process lock.
@@ -45,11 +48,13 @@ fn io_err(e: impl std::fmt::Display) -> StoreError {
 
 fn sled_err(e: sled::Error) -> StoreError {
     match e {
-        sled::Error::Corruption { .. } | sled::Error::ReportableBug(_) => {
-            StoreError::Corrupt { reason: e.to_string() }
-        }
+        sled::Error::Corruption { .. } | sled::Error::ReportableBug(_) => StoreError::Corrupt {
+            reason: e.to_string(),
+        },
         sled::Error::Io(io) if io.kind() == std::io::ErrorKind::InvalidData => {
-            StoreError::Corrupt { reason: io.to_string() }
+            StoreError::Corrupt {
+                reason: io.to_string(),
+            }
         }
         other => StoreError::Io(other.to_string()),
     }
@@ -60,9 +65,9 @@ fn log_key(seq: u64) -> [u8; 8] {
 }
 
 fn decode_u64(bytes: &[u8]) -> Result<u64, StoreError> {
-    let arr: [u8; 8] = bytes
-        .try_into()
-        .map_err(|_| StoreError::Corrupt { reason: format!("expected 8 bytes, found {}", bytes.len()) })?;
+    let arr: [u8; 8] = bytes.try_into().map_err(|_| StoreError::Corrupt {
+        reason: format!("expected 8 bytes, found {}", bytes.len()),
+    })?;
     Ok(u64::from_be_bytes(arr))
 }
 
@@ -96,7 +101,9 @@ impl SledStore {
         match lock_file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(StoreError::Locked { path: dir.display().to_string() });
+                return Err(StoreError::Locked {
+                    path: dir.display().to_string(),
+                });
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
         }
@@ -121,7 +128,9 @@ impl SledStore {
                 });
             }
             Err(_) => {
-                return Err(StoreError::Corrupt { reason: "the storage engine could not read its files".into() });
+                return Err(StoreError::Corrupt {
+                    reason: "the storage engine could not read its files".into(),
+                });
             }
         };
         Self::from_db(db, dir.to_path_buf(), lock_file, existed)
@@ -137,12 +146,17 @@ impl SledStore {
         }
         for l in Log::ALL {
             log_pos.insert(*l, trees.len());
-            trees.push(db.open_tree(format!("log_{}", l.name())).map_err(sled_err)?);
+            trees.push(
+                db.open_tree(format!("log_{}", l.name()))
+                    .map_err(sled_err)?,
+            );
         }
         let blobs_pos = trees.len();
         trees.push(db.open_tree(BLOBS).map_err(sled_err)?);
         let refs_pos = trees.len();
         trees.push(db.open_tree(BLOB_REFS).map_err(sled_err)?);
+        let pending_pos = trees.len();
+        trees.push(db.open_tree(BLOB_PENDING).map_err(sled_err)?);
 
         let meta = &trees[table_pos[&Table::Meta]];
         match meta.get(META_SCHEMA_VERSION).map_err(sled_err)? {
@@ -152,14 +166,20 @@ impl SledStore {
                 })?;
                 let found = u32::from_be_bytes(bytes);
                 if found > SCHEMA_VERSION {
-                    return Err(StoreError::UnsupportedVersion { found, supported: SCHEMA_VERSION });
+                    return Err(StoreError::UnsupportedVersion {
+                        found,
+                        supported: SCHEMA_VERSION,
+                    });
                 }
             }
             None if existed || db.was_recovered() => {
-                return Err(StoreError::Corrupt { reason: "schema version marker is missing".into() });
+                return Err(StoreError::Corrupt {
+                    reason: "schema version marker is missing".into(),
+                });
             }
             None => {
-                meta.insert(META_SCHEMA_VERSION, &SCHEMA_VERSION.to_be_bytes()).map_err(sled_err)?;
+                meta.insert(META_SCHEMA_VERSION, &SCHEMA_VERSION.to_be_bytes())
+                    .map_err(sled_err)?;
                 db.flush().map_err(sled_err)?;
             }
         }
@@ -182,6 +202,7 @@ impl SledStore {
             log_pos,
             blobs_pos,
             refs_pos,
+            pending_pos,
             commit_lock: Mutex::new(next_seq),
             _lock_file: lock_file,
         })
@@ -214,7 +235,9 @@ impl SledStore {
             let Condition::Equals { table, key, value } = cond;
             let current = txs[self.table_pos[table]].get(key.as_bytes())?;
             if current.as_deref() != value.as_deref() {
-                return Err(ConflictableTransactionError::Abort(StoreError::ConditionFailed { index }));
+                return Err(ConflictableTransactionError::Abort(
+                    StoreError::ConditionFailed { index },
+                ));
             }
         }
         let mut seqs = Vec::new();
@@ -237,14 +260,17 @@ impl SledStore {
                     let refs = &txs[self.refs_pos];
                     let blobs = &txs[self.blobs_pos];
                     if blobs.get(sha256.as_bytes())?.is_none() {
-                        return Err(ConflictableTransactionError::Abort(StoreError::MissingBlob {
-                            sha256: sha256.clone(),
-                        }));
+                        return Err(ConflictableTransactionError::Abort(
+                            StoreError::MissingBlob {
+                                sha256: sha256.clone(),
+                            },
+                        ));
                     }
                     let current = match refs.get(sha256.as_bytes())? {
                         Some(v) => decode_u64(&v).map_err(ConflictableTransactionError::Abort)?,
                         None => 0,
                     };
+                    txs[self.pending_pos].remove(sha256.as_bytes())?;
                     let next = current as i64 + delta;
                     if next <= 0 {
                         refs.remove(sha256.as_bytes())?;
@@ -261,7 +287,11 @@ impl SledStore {
 
 impl Store for SledStore {
     fn get(&self, table: Table, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.table(table).get(key.as_bytes()).map_err(sled_err)?.map(|v| v.to_vec()))
+        Ok(self
+            .table(table)
+            .get(key.as_bytes())
+            .map_err(sled_err)?
+            .map(|v| v.to_vec()))
     }
 
     fn scan(&self, table: Table, scan: &Scan<'_>) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
@@ -270,7 +300,9 @@ impl Store for SledStore {
         let end = prefix_end(prefix);
         let (lo, hi): (Bound<Vec<u8>>, Bound<Vec<u8>>) = if scan.reverse {
             let hi = match (scan.after, end) {
-                (Some(a), Some(e)) if a.as_bytes() < e.as_slice() => Bound::Excluded(a.as_bytes().to_vec()),
+                (Some(a), Some(e)) if a.as_bytes() < e.as_slice() => {
+                    Bound::Excluded(a.as_bytes().to_vec())
+                }
                 (Some(a), None) => Bound::Excluded(a.as_bytes().to_vec()),
                 (_, Some(e)) => Bound::Excluded(e),
                 (None, None) => Bound::Unbounded,
@@ -284,16 +316,21 @@ impl Store for SledStore {
             (lo, end.map_or(Bound::Unbounded, Bound::Excluded))
         };
         let range = tree.range::<Vec<u8>, _>((lo, hi));
-        let iter: Box<dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>> =
-            if scan.reverse { Box::new(range.rev()) } else { Box::new(range) };
+        let iter: Box<dyn Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>> = if scan.reverse
+        {
+            Box::new(range.rev())
+        } else {
+            Box::new(range)
+        };
         let mut out = Vec::new();
         for item in iter {
             if out.len() >= scan.limit {
                 break;
             }
             let (k, v) = item.map_err(sled_err)?;
-            let key = String::from_utf8(k.to_vec())
-                .map_err(|_| StoreError::Corrupt { reason: format!("non-UTF-8 key in {}", table.name()) })?;
+            let key = String::from_utf8(k.to_vec()).map_err(|_| StoreError::Corrupt {
+                reason: format!("non-UTF-8 key in {}", table.name()),
+            })?;
             out.push((key, v.to_vec()));
         }
         Ok(out)
@@ -339,6 +376,11 @@ impl Store for SledStore {
     fn put_blob(&self, sha256: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let blobs = &self.trees[self.blobs_pos];
         if !blobs.contains_key(sha256.as_bytes()).map_err(sled_err)? {
+            // Marked pending first, so a crash never leaves an unreferenced
+            // blob that `gc_blobs` would not find.
+            self.trees[self.pending_pos]
+                .insert(sha256.as_bytes(), &[])
+                .map_err(sled_err)?;
             blobs.insert(sha256.as_bytes(), bytes).map_err(sled_err)?;
         }
         Ok(())
@@ -351,8 +393,17 @@ impl Store for SledStore {
             .map(|v| v.to_vec()))
     }
 
+    fn has_blob(&self, sha256: &str) -> Result<bool, StoreError> {
+        self.trees[self.blobs_pos]
+            .contains_key(sha256.as_bytes())
+            .map_err(sled_err)
+    }
+
     fn blob_refcount(&self, sha256: &str) -> Result<u64, StoreError> {
-        match self.trees[self.refs_pos].get(sha256.as_bytes()).map_err(sled_err)? {
+        match self.trees[self.refs_pos]
+            .get(sha256.as_bytes())
+            .map_err(sled_err)?
+        {
             Some(v) => decode_u64(&v),
             None => Ok(0),
         }
@@ -365,13 +416,16 @@ impl Store for SledStore {
             .map_err(|_| StoreError::Io("a previous commit panicked".into()))?;
         let blobs = &self.trees[self.blobs_pos];
         let refs = &self.trees[self.refs_pos];
+        let pending = &self.trees[self.pending_pos];
         let mut removed = 0;
-        for item in blobs.iter() {
+        for item in pending.iter() {
             let (k, _) = item.map_err(sled_err)?;
-            if !refs.contains_key(&k).map_err(sled_err)? {
-                blobs.remove(&k).map_err(sled_err)?;
+            if !refs.contains_key(&k).map_err(sled_err)?
+                && blobs.remove(&k).map_err(sled_err)?.is_some()
+            {
                 removed += 1;
             }
+            pending.remove(&k).map_err(sled_err)?;
         }
         if removed > 0 {
             self.db.flush().map_err(sled_err)?;
@@ -379,7 +433,12 @@ impl Store for SledStore {
         Ok(removed)
     }
 
-    fn read_log(&self, log: Log, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+    fn read_log(
+        &self,
+        log: Log,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
         let start = log_key(after.saturating_add(1));
         let mut out = Vec::new();
         for item in self.log(log).range(start..).take(limit) {
@@ -414,7 +473,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = open(dir.path());
         let mut b = Batch::new();
-        b.expect(Table::Memories, "a", None).put(Table::Memories, "a", b"1".to_vec());
+        b.expect(Table::Memories, "a", None)
+            .put(Table::Memories, "a", b"1".to_vec());
         s.commit(b, Durability::Immediate).unwrap();
 
         let mut b = Batch::new();
@@ -433,11 +493,13 @@ mod tests {
         {
             let s = open(dir.path());
             let mut b = Batch::new();
-            b.append(Log::Events, b"e1".to_vec()).append(Log::Events, b"e2".to_vec());
+            b.append(Log::Events, b"e1".to_vec())
+                .append(Log::Events, b"e2".to_vec());
             assert_eq!(s.commit(b, Durability::Immediate).unwrap().seqs, vec![1, 2]);
             // A failed batch consumes no sequence numbers.
             let mut b = Batch::new();
-            b.expect(Table::Meta, "x", Some(b"nope".to_vec())).append(Log::Events, b"lost".to_vec());
+            b.expect(Table::Meta, "x", Some(b"nope".to_vec()))
+                .append(Log::Events, b"lost".to_vec());
             assert!(s.commit(b, Durability::Immediate).is_err());
         }
         let s = open(dir.path());
@@ -445,7 +507,10 @@ mod tests {
         b.append(Log::Events, b"e3".to_vec());
         assert_eq!(s.commit(b, Durability::Immediate).unwrap().seqs, vec![3]);
         let all = s.read_log(Log::Events, 0, 10).unwrap();
-        assert_eq!(all.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(
+            all.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
         assert_eq!(s.read_log(Log::Events, 2, 10).unwrap().len(), 1);
         assert_eq!(s.last_log_entry(Log::Events).unwrap().unwrap().0, 3);
     }
@@ -470,7 +535,10 @@ mod tests {
 
         let mut b = Batch::new();
         b.blob_ref("missing", 1);
-        assert!(matches!(s.commit(b, Durability::Immediate), Err(StoreError::MissingBlob { .. })));
+        assert!(matches!(
+            s.commit(b, Durability::Immediate),
+            Err(StoreError::MissingBlob { .. })
+        ));
     }
 
     #[test]
@@ -497,14 +565,54 @@ mod tests {
         }
         s.commit(b, Durability::Immediate).unwrap();
         let keys = |v: Vec<(String, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
-        let scan = |prefix, after, reverse| Scan { prefix, after, limit: 10, reverse };
-        assert_eq!(keys(s.scan(Table::Folders, &scan("a/", None, false)).unwrap()), ["a/1", "a/2", "a/3"]);
-        assert_eq!(keys(s.scan(Table::Folders, &scan("a/", Some("a/1"), false)).unwrap()), ["a/2", "a/3"]);
-        assert_eq!(keys(s.scan(Table::Folders, &scan("a/", None, true)).unwrap()), ["a/3", "a/2", "a/1"]);
-        assert_eq!(keys(s.scan(Table::Folders, &scan("a/", Some("a/3"), true)).unwrap()), ["a/2", "a/1"]);
-        assert_eq!(keys(s.scan(Table::Folders, &scan("", Some("a/3"), false)).unwrap()), ["b/1"]);
+        let scan = |prefix, after, reverse| Scan {
+            prefix,
+            after,
+            limit: 10,
+            reverse,
+        };
         assert_eq!(
-            keys(s.scan(Table::Folders, &Scan { prefix: "", after: None, limit: 2, reverse: false }).unwrap()),
+            keys(s.scan(Table::Folders, &scan("a/", None, false)).unwrap()),
+            ["a/1", "a/2", "a/3"]
+        );
+        assert_eq!(
+            keys(
+                s.scan(Table::Folders, &scan("a/", Some("a/1"), false))
+                    .unwrap()
+            ),
+            ["a/2", "a/3"]
+        );
+        assert_eq!(
+            keys(s.scan(Table::Folders, &scan("a/", None, true)).unwrap()),
+            ["a/3", "a/2", "a/1"]
+        );
+        assert_eq!(
+            keys(
+                s.scan(Table::Folders, &scan("a/", Some("a/3"), true))
+                    .unwrap()
+            ),
+            ["a/2", "a/1"]
+        );
+        assert_eq!(
+            keys(
+                s.scan(Table::Folders, &scan("", Some("a/3"), false))
+                    .unwrap()
+            ),
+            ["b/1"]
+        );
+        assert_eq!(
+            keys(
+                s.scan(
+                    Table::Folders,
+                    &Scan {
+                        prefix: "",
+                        after: None,
+                        limit: 2,
+                        reverse: false
+                    }
+                )
+                .unwrap()
+            ),
             ["a/1", "a/2"]
         );
     }
@@ -513,7 +621,10 @@ mod tests {
     fn second_open_is_locked() {
         let dir = tempfile::tempdir().unwrap();
         let _s = open(dir.path());
-        assert!(matches!(SledStore::open(dir.path()), Err(StoreError::Locked { .. })));
+        assert!(matches!(
+            SledStore::open(dir.path()),
+            Err(StoreError::Locked { .. })
+        ));
     }
 
     #[test]
@@ -525,7 +636,10 @@ mod tests {
         }
         assert_eq!(
             SledStore::open(dir.path()).unwrap_err(),
-            StoreError::UnsupportedVersion { found: SCHEMA_VERSION + 1, supported: SCHEMA_VERSION }
+            StoreError::UnsupportedVersion {
+                found: SCHEMA_VERSION + 1,
+                supported: SCHEMA_VERSION
+            }
         );
     }
 

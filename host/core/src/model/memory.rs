@@ -20,6 +20,8 @@ pub enum Lifecycle {
     Active,
     Archived,
     Superseded,
+    /// Voted not useful too many times in a row; kept, but out of recall.
+    Deprecated,
     /// Payload purged; only the tombstone remains.
     Forgotten,
 }
@@ -30,6 +32,7 @@ impl Lifecycle {
             Self::Active => "active",
             Self::Archived => "archived",
             Self::Superseded => "superseded",
+            Self::Deprecated => "deprecated",
             Self::Forgotten => "forgotten",
         }
     }
@@ -104,6 +107,16 @@ pub struct Relation {
     pub score: Option<f64>,
 }
 
+/// How a memory passed the write gate: who proposed it and who (which
+/// policy or which person) approved it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Governance {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal_id: Option<String>,
+    pub proposed_by: String,
+    pub approved_by: String,
+}
+
 /// What remains of a forgotten memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tombstone {
@@ -141,4 +154,6 @@ pub struct Memory {
     pub updated_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tombstone: Option<Tombstone>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub governance: Option<Governance>,
 }

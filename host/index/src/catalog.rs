@@ -1,0 +1,198 @@
+//! The in-memory catalog of indexed documents: what the semantic lane needs
+//! to apply the same filters as the lexical lane (usearch only knows keys),
+//! and which vector keys belong to a record. Built from the lexical index's
+//! stored fields at open, kept in step by upserts and removals.
+
+use mem_core::index::{IndexDoc, SearchFilters, SourceKind};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+/// A document's filterable fields.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DocMeta {
+    pub doc_id: String,
+    pub record_id: String,
+    pub source: SourceKind,
+    pub path: String,
+    pub kind: String,
+    pub tags: Vec<String>,
+    pub agent_id: Option<String>,
+    pub lifecycle: String,
+    /// `event_at`, else creation time, unix ms.
+    pub time_ms: i64,
+    pub locator: Option<String>,
+}
+
+impl DocMeta {
+    pub fn of(d: &IndexDoc) -> Self {
+        Self {
+            doc_id: d.doc_id.clone(),
+            record_id: d.record_id.clone(),
+            source: d.source,
+            path: d.path.clone(),
+            kind: d.kind.clone(),
+            tags: d.tags.clone(),
+            agent_id: d.agent_id.clone(),
+            lifecycle: d.lifecycle.clone(),
+            time_ms: d.event_at_ms.unwrap_or(d.created_at_ms),
+            locator: d.locator.clone(),
+        }
+    }
+
+    /// The same predicate the lexical lane's filter query expresses.
+    pub fn passes(&self, f: &SearchFilters) -> bool {
+        let lifecycle_ok = if f.lifecycles.is_empty() {
+            self.lifecycle == "active"
+        } else {
+            f.lifecycles.iter().any(|l| l == &self.lifecycle)
+        };
+        lifecycle_ok
+            && f.source.is_none_or(|s| s == self.source)
+            && (f.kinds.is_empty() || f.kinds.iter().any(|k| k == &self.kind))
+            && f.path.as_deref().is_none_or(|p| within(&self.path, p))
+            && f.tags.iter().all(|t| self.tags.contains(t))
+            && f.agent_id
+                .as_deref()
+                .is_none_or(|a| self.agent_id.as_deref() == Some(a))
+            && f.since_ms.is_none_or(|s| self.time_ms >= s)
+            && f.until_ms.is_none_or(|u| self.time_ms <= u)
+    }
+}
+
+/// `path` equals `folder` or lies below it.
+fn within(path: &str, folder: &str) -> bool {
+    folder == "/"
+        || path == folder
+        || (path.starts_with(folder) && path.as_bytes().get(folder.len()) == Some(&b'/'))
+}
+
+/// The usearch key of a document: the first 8 bytes of SHA-256(doc_id).
+pub(crate) fn key_of(doc_id: &str) -> u64 {
+    let d = Sha256::digest(doc_id.as_bytes());
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    u64::from_le_bytes(b)
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    by_key: HashMap<u64, DocMeta>,
+    by_record: HashMap<String, Vec<u64>>,
+}
+
+impl Catalog {
+    pub fn from_metas(metas: Vec<DocMeta>) -> Self {
+        let mut c = Self::default();
+        for m in metas {
+            c.insert(m);
+        }
+        c
+    }
+
+    pub fn insert(&mut self, m: DocMeta) {
+        let key = key_of(&m.doc_id);
+        let keys = self.by_record.entry(m.record_id.clone()).or_default();
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+        self.by_key.insert(key, m);
+    }
+
+    /// Removes a record's documents; returns their keys.
+    pub fn remove_record(&mut self, record_id: &str) -> Vec<u64> {
+        let keys = self.by_record.remove(record_id).unwrap_or_default();
+        for k in &keys {
+            self.by_key.remove(k);
+        }
+        keys
+    }
+
+    pub fn get(&self, key: u64) -> Option<&DocMeta> {
+        self.by_key.get(&key)
+    }
+
+    pub fn by_doc_id(&self, doc_id: &str) -> Option<&DocMeta> {
+        self.by_key.get(&key_of(doc_id))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = u64> + '_ {
+        self.by_key.keys().copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    pub fn clear(&mut self) {
+        self.by_key.clear();
+        self.by_record.clear();
+    }
+
+    /// How many documents pass `filters` (to size exact vs ANN search).
+    pub fn count_passing(&self, filters: &SearchFilters) -> usize {
+        self.by_key.values().filter(|m| m.passes(filters)).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(path: &str) -> DocMeta {
+        DocMeta {
+            doc_id: "d".into(),
+            record_id: "r".into(),
+            source: SourceKind::Memory,
+            path: path.into(),
+            kind: "fact".into(),
+            tags: vec!["a".into(), "b".into()],
+            agent_id: Some("claude".into()),
+            lifecycle: "active".into(),
+            time_ms: 1000,
+            locator: None,
+        }
+    }
+
+    #[test]
+    fn path_filter_matches_folder_and_below_only() {
+        let f = |p: &str| SearchFilters {
+            path: Some(p.into()),
+            ..Default::default()
+        };
+        assert!(meta("/a/b").passes(&f("/a")));
+        assert!(meta("/a/b").passes(&f("/a/b")));
+        assert!(meta("/a/b").passes(&f("/")));
+        assert!(!meta("/a/bc").passes(&f("/a/b")));
+        assert!(!meta("/x").passes(&f("/a")));
+    }
+
+    #[test]
+    fn lifecycle_defaults_to_active_and_other_filters_conjoin() {
+        let mut m = meta("/a");
+        assert!(m.passes(&SearchFilters::default()));
+        m.lifecycle = "archived".into();
+        assert!(!m.passes(&SearchFilters::default()));
+        assert!(m.passes(&SearchFilters {
+            lifecycles: vec!["archived".into()],
+            ..Default::default()
+        }));
+        let m = meta("/a");
+        assert!(!m.passes(&SearchFilters {
+            tags: vec!["a".into(), "c".into()],
+            ..Default::default()
+        }));
+        assert!(m.passes(&SearchFilters {
+            since_ms: Some(1000),
+            until_ms: Some(1000),
+            ..Default::default()
+        }));
+        assert!(!m.passes(&SearchFilters {
+            since_ms: Some(1001),
+            ..Default::default()
+        }));
+        assert!(!m.passes(&SearchFilters {
+            agent_id: Some("x".into()),
+            ..Default::default()
+        }));
+    }
+}

@@ -1,0 +1,296 @@
+//! The native embedder: a sentence-transformers model in ONNX run through
+//! `ort` (ONNX Runtime loaded from an absolute library path, never fetched),
+//! with the model's own `tokenizers` tokenizer. Pooling is the mean of the
+//! token vectors over the attention mask, then L2 normalization — what
+//! sentence-transformers does for all-MiniLM-L6-v2.
+
+use mem_core::index::{Embedder, IndexError};
+use ndarray::Array2;
+use ort::session::Session;
+use ort::session::builder::GraphOptimizationLevel;
+use ort::value::Tensor;
+use parking_lot::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+/// Texts per forward pass.
+const BATCH: usize = 32;
+/// Longest input in tokens (sentence-transformers' setting for this model).
+const MAX_TOKENS: usize = 256;
+/// Intra-op threads of a session (this host has few cores; a search and a
+/// write never embed at the same time in one process).
+const THREADS: usize = 2;
+
+/// ONNX Runtime allows one environment per process; the first library
+/// path wins.
+static ENVIRONMENT: OnceLock<Result<(PathBuf, ort::environment::Environment), String>> =
+    OnceLock::new();
+
+fn environment(lib: &Path) -> Result<&'static ort::environment::Environment, IndexError> {
+    let slot = ENVIRONMENT.get_or_init(|| {
+        let builder = ort::init_from(lib)
+            .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", lib.display()))?;
+        let env = builder
+            .with_name("mem-host")
+            .build()
+            .map_err(|e| format!("cannot start ONNX Runtime: {e}"))?;
+        Ok((lib.to_path_buf(), env))
+    });
+    match slot {
+        Ok((loaded, env)) if loaded == lib => Ok(env),
+        Ok((loaded, _)) => Err(IndexError::ModelUnavailable(format!(
+            "ONNX Runtime was already loaded from {} in this process",
+            loaded.display()
+        ))),
+        Err(e) => Err(IndexError::ModelUnavailable(e.clone())),
+    }
+}
+
+/// What to load: the runtime library, the ONNX graph and its tokenizer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbedderFiles {
+    pub model_id: String,
+    pub dimensions: usize,
+    pub runtime_lib: PathBuf,
+    pub model: PathBuf,
+    pub tokenizer: PathBuf,
+}
+
+pub struct OrtEmbedder {
+    model_id: String,
+    dimensions: usize,
+    session: Mutex<Session>,
+    tokenizer: Tokenizer,
+    input_names: Vec<String>,
+}
+
+impl std::fmt::Debug for OrtEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrtEmbedder")
+            .field("model_id", &self.model_id)
+            .finish()
+    }
+}
+
+fn unavailable(e: impl std::fmt::Display) -> IndexError {
+    IndexError::ModelUnavailable(e.to_string())
+}
+
+fn failed(e: impl std::fmt::Display) -> IndexError {
+    IndexError::Embedding(e.to_string())
+}
+
+impl OrtEmbedder {
+    pub fn load(files: &EmbedderFiles) -> Result<Self, IndexError> {
+        let env = environment(&files.runtime_lib)?;
+        let mut tokenizer = Tokenizer::from_file(&files.tokenizer).map_err(|e| {
+            unavailable(format!(
+                "cannot read tokenizer {}: {e}",
+                files.tokenizer.display()
+            ))
+        })?;
+        let mut padding = tokenizer
+            .get_padding()
+            .cloned()
+            .unwrap_or_else(PaddingParams::default);
+        padding.strategy = PaddingStrategy::BatchLongest;
+        tokenizer.with_padding(Some(padding));
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: MAX_TOKENS,
+                ..Default::default()
+            }))
+            .map_err(unavailable)?;
+        let session = Session::builder(env)
+            .map_err(unavailable)?
+            .with_optimization_level(GraphOptimizationLevel::All)
+            .map_err(unavailable)?
+            .with_intra_threads(THREADS)
+            .map_err(unavailable)?
+            .commit_from_file(&files.model)
+            .map_err(|e| {
+                unavailable(format!("cannot load model {}: {e}", files.model.display()))
+            })?;
+        let input_names = session
+            .inputs()
+            .iter()
+            .map(|i| i.name().to_string())
+            .collect();
+        Ok(Self {
+            model_id: files.model_id.clone(),
+            dimensions: files.dimensions,
+            session: Mutex::new(session),
+            tokenizer,
+            input_names,
+        })
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        let enc = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(failed)?;
+        let rows = enc.len();
+        let cols = enc
+            .iter()
+            .map(|e| e.get_ids().len())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let mut ids = Array2::<i64>::zeros((rows, cols));
+        let mut mask = Array2::<i64>::zeros((rows, cols));
+        let mut types = Array2::<i64>::zeros((rows, cols));
+        for (r, e) in enc.iter().enumerate() {
+            for (c, ((&i, &m), &t)) in e
+                .get_ids()
+                .iter()
+                .zip(e.get_attention_mask())
+                .zip(e.get_type_ids())
+                .enumerate()
+            {
+                ids[[r, c]] = i64::from(i);
+                mask[[r, c]] = i64::from(m);
+                types[[r, c]] = i64::from(t);
+            }
+        }
+        let mut inputs: Vec<(String, ort::value::DynTensor)> = Vec::new();
+        for name in &self.input_names {
+            let arr = match name.as_str() {
+                "input_ids" => ids.clone(),
+                "attention_mask" => mask.clone(),
+                "token_type_ids" => types.clone(),
+                other => {
+                    return Err(failed(format!(
+                        "the model asks for an unknown input {other:?}"
+                    )));
+                }
+            };
+            inputs.push((
+                name.clone(),
+                Tensor::from_array(arr).map_err(failed)?.upcast(),
+            ));
+        }
+        let mut session = self.session.lock();
+        let outputs = session.run(inputs).map_err(failed)?;
+        let (shape, data) = outputs[0].try_extract_tensor::<f32>().map_err(failed)?;
+        let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+        let mut out = Vec::with_capacity(rows);
+        match dims.as_slice() {
+            // Token vectors: mean over the attention mask.
+            [b, s, h] if *b == rows && *s == cols && *h == self.dimensions => {
+                for r in 0..rows {
+                    let mut v = vec![0f32; *h];
+                    let mut n = 0f32;
+                    for c in 0..cols {
+                        if mask[[r, c]] == 1 {
+                            let base = (r * s + c) * h;
+                            for (k, x) in v.iter_mut().enumerate() {
+                                *x += data[base + k];
+                            }
+                            n += 1.0;
+                        }
+                    }
+                    v.iter_mut().for_each(|x| *x /= n.max(1.0));
+                    out.push(normalize(v));
+                }
+            }
+            // Already pooled sentence vectors.
+            [b, h] if *b == rows && *h == self.dimensions => {
+                for r in 0..rows {
+                    out.push(normalize(data[r * h..(r + 1) * h].to_vec()));
+                }
+            }
+            other => {
+                return Err(failed(format!(
+                    "unexpected output shape {other:?} for {rows} inputs of {cols} tokens"
+                )));
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn normalize(mut v: Vec<f32>) -> Vec<f32> {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+    v
+}
+
+impl Embedder for OrtEmbedder {
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    /// Embeds in batches of similar lengths (less padding), returning
+    /// vectors in input order.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for group in order.chunks(BATCH) {
+            let batch: Vec<&str> = group.iter().map(|&i| texts[i]).collect();
+            for (&i, v) in group.iter().zip(self.embed_batch(&batch)?) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// An embedder loaded on first use, so commands that never embed do not
+/// pay for loading the model.
+pub struct LazyEmbedder {
+    files: EmbedderFiles,
+    loaded: OnceLock<Result<OrtEmbedder, String>>,
+}
+
+impl std::fmt::Debug for LazyEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyEmbedder")
+            .field("model_id", &self.files.model_id)
+            .finish()
+    }
+}
+
+impl LazyEmbedder {
+    pub fn new(files: EmbedderFiles) -> Self {
+        Self {
+            files,
+            loaded: OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> Result<&OrtEmbedder, IndexError> {
+        match self
+            .loaded
+            .get_or_init(|| OrtEmbedder::load(&self.files).map_err(|e| e.to_string()))
+        {
+            Ok(e) => Ok(e),
+            Err(msg) => Err(IndexError::ModelUnavailable(msg.clone())),
+        }
+    }
+}
+
+impl Embedder for LazyEmbedder {
+    fn model_id(&self) -> &str {
+        &self.files.model_id
+    }
+
+    fn dimensions(&self) -> usize {
+        self.files.dimensions
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.get()?.embed(texts)
+    }
+}

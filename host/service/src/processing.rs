@@ -1,0 +1,264 @@
+//! File processing: stored files are handed to the processor plugins whose
+//! `accepts` matches their MIME type, and their chunks (with line
+//! locators) are kept per file for recall. `index_status` moves pending →
+//! processing → done / partial / failed, with the error kept, so `status`
+//! shows progress and `reindex` retries.
+
+use crate::Service;
+use crate::records::{decode, encode, load, push_event, scan_all, transact};
+use mem_core::model::{FileRecord, IndexStatus};
+use mem_core::plugin::{FileInput, ProcessedFile};
+use mem_core::store::{Batch, Durability, Table};
+use mem_core::time::now;
+use mem_core::{MemError, MemResult};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// Attempts before a file stays `failed` until someone runs `reindex`.
+const MAX_ATTEMPTS: u32 = 3;
+
+/// Outcome of one processing run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProcessReport {
+    pub processed: usize,
+    pub done: usize,
+    pub partial: usize,
+    pub failed: usize,
+    /// Files no installed processor accepts (left searchable by path only).
+    pub unhandled: usize,
+}
+
+/// What `status` shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WorkspaceStatus {
+    pub workspace: String,
+    pub files: u64,
+    /// File count per index status.
+    pub index_status: BTreeMap<String, u64>,
+    pub memories: u64,
+    pub queued_proposals: usize,
+    pub budgets: Vec<crate::BudgetUsage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<mem_core::index::IndexStats>,
+    pub plugins: Vec<PluginStatus>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PluginStatus {
+    pub name: String,
+    pub world: String,
+    pub failures: u64,
+}
+
+/// Which files `reindex` sends back to the processors.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reindex {
+    File(String),
+    Failed,
+    All,
+}
+
+impl Service {
+    /// Processes every pending file (or just `ids`). Without a plugin
+    /// runtime attached, files stay pending.
+    pub fn process_pending(&self, ids: Option<&[String]>) -> MemResult<ProcessReport> {
+        let mut report = ProcessReport::default();
+        if self.plugins().is_none() {
+            return Ok(report);
+        }
+        let candidates: Vec<FileRecord> = match ids {
+            Some(ids) => ids
+                .iter()
+                .filter_map(|id| {
+                    load::<FileRecord>(self.store(), Table::Files, id)
+                        .ok()
+                        .flatten()
+                })
+                .map(|s| s.value)
+                .collect(),
+            None => scan_all(self.store(), Table::Files, "")?
+                .into_iter()
+                .map(|(k, raw)| decode::<FileRecord>(Table::Files, &k, &raw))
+                .collect::<MemResult<_>>()?,
+        };
+        for f in candidates {
+            let due = f.index_status == IndexStatus::Pending
+                || (f.index_status == IndexStatus::Processing && f.index_attempts < MAX_ATTEMPTS);
+            if !due {
+                continue;
+            }
+            report.processed += 1;
+            match self.process_file(&f.id)? {
+                Some(IndexStatus::Done) => report.done += 1,
+                Some(IndexStatus::Partial) => report.partial += 1,
+                Some(IndexStatus::Failed) => report.failed += 1,
+                None => report.unhandled += 1,
+                Some(_) => {}
+            }
+        }
+        if report.processed > 0 {
+            self.after_memory_write()?;
+        }
+        Ok(report)
+    }
+
+    /// Marks files for processing again and processes them.
+    pub fn reindex(&self, which: Reindex) -> MemResult<ProcessReport> {
+        let files: Vec<FileRecord> = match &which {
+            Reindex::File(target) => vec![self.file_info(target)?],
+            _ => scan_all(self.store(), Table::Files, "")?
+                .into_iter()
+                .map(|(k, raw)| decode::<FileRecord>(Table::Files, &k, &raw))
+                .collect::<MemResult<Vec<_>>>()?
+                .into_iter()
+                .filter(|f| {
+                    which == Reindex::All
+                        || matches!(f.index_status, IndexStatus::Failed | IndexStatus::Partial)
+                })
+                .collect(),
+        };
+        let ids: Vec<String> = files.iter().map(|f| f.id.clone()).collect();
+        for id in &ids {
+            self.set_file_status(id, IndexStatus::Pending, None, true)?;
+        }
+        self.process_pending(Some(&ids))
+    }
+
+    /// Runs the matching processors on one file and stores what they made.
+    /// `None` when no processor accepts the file's MIME type.
+    fn process_file(&self, id: &str) -> MemResult<Option<IndexStatus>> {
+        let Some(host) = self.plugins() else {
+            return Ok(None);
+        };
+        let f = self.set_file_status(id, IndexStatus::Processing, None, false)?;
+        let processors = host.processors_for(&f.mime)?;
+        if processors.is_empty() {
+            self.set_file_status(id, IndexStatus::Done, None, false)?;
+            return Ok(None);
+        }
+        let bytes = self
+            .store()
+            .get_blob(&f.sha256)?
+            .ok_or_else(|| MemError::internal(format!("content of {id} is missing")))?;
+        let input = FileInput {
+            id: f.id.clone(),
+            path: f.path.as_str().to_string(),
+            name: f.name.clone(),
+            mime: f.mime.clone(),
+            bytes,
+        };
+        let mut merged = ProcessedFile::default();
+        let mut errors = Vec::new();
+        for name in &processors {
+            match host.process(name, &input) {
+                Ok(p) => {
+                    merged.title = merged.title.or(p.title);
+                    merged.chunks.extend(p.chunks);
+                    merged.metadata.extend(p.metadata);
+                    merged.entities.extend(p.entities);
+                    merged.tags.extend(p.tags);
+                }
+                Err(e) => errors.push(format!("{name}: {}", e.message)),
+            }
+        }
+        let status = match (errors.len(), processors.len()) {
+            (0, _) => IndexStatus::Done,
+            (e, n) if e == n => IndexStatus::Failed,
+            _ => IndexStatus::Partial,
+        };
+        let error = (!errors.is_empty()).then(|| errors.join("; "));
+        transact(self.store(), Durability::Immediate, || {
+            let stored = load::<FileRecord>(self.store(), Table::Files, id)?
+                .ok_or_else(|| MemError::not_found("file", id))?;
+            let mut rec = stored.value.clone();
+            if rec.sha256 != f.sha256 {
+                // Replaced while we worked: the new content is pending again.
+                return Ok((Batch::new(), ()));
+            }
+            rec.index_status = status;
+            rec.index_error = error.clone();
+            rec.state_version += 1;
+            rec.updated_at = now();
+            let mut batch = Batch::new();
+            batch.expect(Table::Files, id, Some(stored.raw));
+            batch.put(Table::Files, id, encode(&rec)?);
+            if status != IndexStatus::Failed {
+                batch.put(Table::FileContent, id, encode(&merged)?);
+            }
+            push_event(
+                &mut batch,
+                "file.processed",
+                id,
+                Some(rec.state_version),
+                json!({ "status": status, "chunks": merged.chunks.len(), "processors": processors, "error": error }),
+            )?;
+            Ok((batch, ()))
+        })?;
+        Ok(Some(status))
+    }
+
+    /// Sets a file's index status under compare-and-swap (`reset` clears
+    /// the attempt count, as `reindex` does).
+    fn set_file_status(
+        &self,
+        id: &str,
+        status: IndexStatus,
+        error: Option<String>,
+        reset: bool,
+    ) -> MemResult<FileRecord> {
+        transact(self.store(), Durability::Immediate, || {
+            let stored = load::<FileRecord>(self.store(), Table::Files, id)?
+                .ok_or_else(|| MemError::not_found("file", id))?;
+            let mut rec = stored.value.clone();
+            rec.index_status = status;
+            rec.index_error = error.clone();
+            if reset {
+                rec.index_attempts = 0;
+            } else if status == IndexStatus::Processing {
+                rec.index_attempts += 1;
+            }
+            rec.state_version += 1;
+            rec.updated_at = now();
+            let mut batch = Batch::new();
+            batch.expect(Table::Files, id, Some(stored.raw));
+            batch.put(Table::Files, id, encode(&rec)?);
+            Ok((batch, rec))
+        })
+    }
+
+    /// Counts and health of the workspace.
+    pub fn status(&self) -> MemResult<WorkspaceStatus> {
+        let mut index_status: BTreeMap<String, u64> = BTreeMap::new();
+        let mut files = 0;
+        for (k, raw) in scan_all(self.store(), Table::Files, "")? {
+            let f: FileRecord = decode(Table::Files, &k, &raw)?;
+            files += 1;
+            *index_status
+                .entry(f.index_status.as_str().to_string())
+                .or_default() += 1;
+        }
+        let plugins = match self.plugins() {
+            Some(h) => h
+                .list()?
+                .into_iter()
+                .map(|p| PluginStatus {
+                    name: p.manifest.name.clone(),
+                    world: p.manifest.world.to_string(),
+                    failures: p.failures.total,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        Ok(WorkspaceStatus {
+            workspace: self.config().workspace.name.clone(),
+            files,
+            index_status,
+            memories: self.store().count(Table::Memories)?,
+            queued_proposals: self.review_list()?.len(),
+            budgets: self.budgets()?,
+            index: self.index_stats(),
+            plugins,
+        })
+    }
+}

@@ -1,0 +1,652 @@
+//! Context packs: recall → the workspace's selection chain → read gate →
+//! lanes → a hard character budget, with a trace that explains the result.
+//!
+//! Nothing is cut mid-item: an item that does not fit the budget is listed
+//! in `omitted` with its size. An item is placed in exactly one lane:
+//! `must` (decisions and pinned memories: binding), `should` (preferences),
+//! `conflict` (items that contradict another item of the pack),
+//! `provisional` (low confidence), `context` (the rest); `missing` names
+//! query terms no packed item covers.
+
+use super::{SearchHit, SearchQuery, filters_of};
+use crate::Service;
+use crate::records::load;
+use mem_core::index::{LaneReport, LaneStatus, SourceKind};
+use mem_core::model::Memory;
+use mem_core::plugin::{SelectCandidate, SelectQuery, StageReport};
+use mem_core::store::Table;
+use mem_core::time::{Timestamp, now};
+use mem_core::{ErrorCode, MemError, MemResult};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::BTreeSet;
+
+pub const DEFAULT_MAX_CHARS: usize = 8000;
+pub const DEFAULT_CONTEXT_LIMIT: usize = 20;
+/// Memories below this confidence are not served (read gate).
+pub const DEFAULT_MIN_CONFIDENCE: f64 = 0.2;
+/// Below this confidence a served memory is `provisional`.
+const PROVISIONAL_BELOW: f64 = 0.5;
+/// A `task_state` older than this is stale (read gate).
+const TASK_STATE_STALE_DAYS: i64 = 30;
+/// Candidates recalled per requested item (room for the chain and gate).
+const POOL_FACTOR: usize = 3;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextRequest {
+    pub query: String,
+    /// Only items under this folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// `all` (default), `file` or `memory`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_confidence: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PackLane {
+    Must,
+    Should,
+    Context,
+    Provisional,
+    Conflict,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Provenance {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ContextItem {
+    pub citation: String,
+    pub source: SourceKind,
+    pub id: String,
+    pub kind: String,
+    pub content_sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locator: Option<String>,
+    /// The whole item (never cut).
+    pub text: String,
+    pub chars: usize,
+    pub score: f32,
+    /// Why it was selected and placed in its lane.
+    pub reason: String,
+    pub provenance: Provenance,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OmittedItem {
+    pub id: String,
+    pub citation: String,
+    pub lane: PackLane,
+    pub chars: usize,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MissingItem {
+    pub term: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Hidden {
+    pub id: String,
+    pub citation: String,
+    /// The filter that hid it (`scope`, `source`, `kind`, `agent`, `lifecycle`).
+    pub filter: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Rejected {
+    pub id: String,
+    pub citation: String,
+    /// The read-gate rule (`confidence`, `stale`).
+    pub rule: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SelectionTrace {
+    /// `ran` or `skipped`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub input: usize,
+    pub output: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QueryTrace {
+    pub text: String,
+    /// Content words of the query (what `missing` is checked against).
+    pub terms: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PackTrace {
+    pub query: QueryTrace,
+    /// Recall lanes after filters.
+    pub lanes: Vec<LaneReport>,
+    /// Candidates recalled without the request's filters (active or not).
+    pub candidates_before_filters: usize,
+    /// Candidates recalled with them.
+    pub candidates_after_filters: usize,
+    pub hidden_by_filter: Vec<Hidden>,
+    pub selection: SelectionTrace,
+    pub rejected_by_gate: Vec<Rejected>,
+    pub packed: usize,
+    pub omitted: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
+}
+
+/// memdsl EvidencePack / mem SPEC F5.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ContextPack {
+    pub query: String,
+    pub max_chars: usize,
+    /// Characters of packed item texts (≤ `max_chars`).
+    pub used_chars: usize,
+    pub must: Vec<ContextItem>,
+    pub should: Vec<ContextItem>,
+    pub context: Vec<ContextItem>,
+    pub provisional: Vec<ContextItem>,
+    pub conflict: Vec<ContextItem>,
+    pub missing: Vec<MissingItem>,
+    pub omitted: Vec<OmittedItem>,
+    pub partial: bool,
+    pub warnings: Vec<String>,
+    pub trace: PackTrace,
+}
+
+/// Query words worth checking coverage of (lower case, no function words).
+fn content_terms(q: &str) -> Vec<String> {
+    const STOP: &[&str] = &[
+        "a", "an", "the", "of", "to", "in", "on", "at", "for", "and", "or", "is", "are", "was",
+        "were", "be", "it", "this", "that", "with", "as", "by", "from", "what", "when", "where",
+        "who", "how", "why", "which", "did", "do", "does", "we", "i", "you", "our", "my", "about",
+        "should", "can", "there", "any",
+    ];
+    let mut out: Vec<String> = Vec::new();
+    for w in q
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+    {
+        if w.chars().count() > 1 && !STOP.contains(&w.as_str()) && !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+fn covers(text_lower: &str, term: &str) -> bool {
+    // A prefix match tolerates inflections (deploy → deployed, deploys).
+    let n = term.chars().count();
+    let stem: String = term
+        .chars()
+        .take(if n > 5 { 5.max(n - 3) } else { n })
+        .collect();
+    text_lower
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| w.starts_with(&stem) || w == term)
+}
+
+fn lane_of(h: &SearchHit, conflicting: &BTreeSet<String>) -> (PackLane, String) {
+    if conflicting.contains(&h.id) {
+        return (
+            PackLane::Conflict,
+            "contradicts another item of this pack".into(),
+        );
+    }
+    if h.source == SourceKind::Memory && h.confidence < PROVISIONAL_BELOW {
+        return (
+            PackLane::Provisional,
+            format!(
+                "confidence {:.2} is below {PROVISIONAL_BELOW}",
+                h.confidence
+            ),
+        );
+    }
+    if h.pinned {
+        return (PackLane::Must, "pinned by the workspace owner".into());
+    }
+    match (h.source, h.kind.as_str()) {
+        (SourceKind::Memory, "decision") => (
+            PackLane::Must,
+            "a recorded decision binds later work".into(),
+        ),
+        (SourceKind::Memory, "preference") => (
+            PackLane::Should,
+            "a stated preference guides the work".into(),
+        ),
+        _ => (PackLane::Context, "relevant background".into()),
+    }
+}
+
+fn recall_reason(h: &SearchHit) -> String {
+    let mut parts = Vec::new();
+    if let Some(r) = h.lexical_rank {
+        if h.matched_terms.is_empty() {
+            parts.push(format!("lexical rank {r}"));
+        } else {
+            parts.push(format!(
+                "lexical rank {r} (matched {})",
+                h.matched_terms.join(", ")
+            ));
+        }
+    }
+    if let Some(r) = h.semantic_rank {
+        parts.push(format!("semantic rank {r}"));
+    }
+    parts.join("; ")
+}
+
+impl Service {
+    /// Which request filter hides `h` (found without filters), if any.
+    fn hiding_filter(
+        &self,
+        h: &SearchHit,
+        req: &ContextRequest,
+        q: &SearchQuery,
+    ) -> MemResult<Option<String>> {
+        let f = filters_of(q)?;
+        Ok(if h.lifecycle != "active" {
+            Some("lifecycle".into())
+        } else if f
+            .path
+            .as_deref()
+            .is_some_and(|p| !(p == "/" || h.path == p || h.path.starts_with(&format!("{p}/"))))
+        {
+            Some("scope".into())
+        } else if f.source.is_some_and(|s| s != h.source) {
+            Some("source".into())
+        } else if !f.kinds.is_empty() && !f.kinds.contains(&h.kind) {
+            Some("kind".into())
+        } else if req.agent.is_some() && h.agent_id != f.agent_id {
+            Some("agent".into())
+        } else {
+            None
+        })
+    }
+
+    /// Read gate: the rule that keeps `h` out of the pack, if any.
+    fn read_gate(&self, h: &SearchHit, min_confidence: f64) -> Option<(String, String)> {
+        if h.source == SourceKind::Memory && h.confidence < min_confidence {
+            return Some((
+                "confidence".into(),
+                format!("confidence {:.2} is below {min_confidence}", h.confidence),
+            ));
+        }
+        if h.kind == "task_state" {
+            let age = now()
+                .signed_duration_since(h.event_at.unwrap_or(h.created_at))
+                .num_days();
+            if age > TASK_STATE_STALE_DAYS {
+                return Some((
+                    "stale".into(),
+                    format!("task state is {age} days old (limit {TASK_STATE_STALE_DAYS})"),
+                ));
+            }
+        }
+        None
+    }
+
+    /// Memory ids among `hits` that a `conflicts_with`/`contradicts`
+    /// relation links to another of `hits`.
+    fn conflicts(&self, hits: &[&SearchHit]) -> MemResult<BTreeSet<String>> {
+        let ids: BTreeSet<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        let mut out = BTreeSet::new();
+        for h in hits.iter().filter(|h| h.source == SourceKind::Memory) {
+            if let Some(m) = load::<Memory>(self.store(), Table::Memories, &h.id)? {
+                for r in &m.value.relations {
+                    if matches!(r.kind.as_str(), "conflicts_with" | "contradicts")
+                        && ids.contains(r.target.as_str())
+                    {
+                        out.insert(h.id.clone());
+                        out.insert(r.target.clone());
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Builds a cited, budgeted context pack.
+    pub fn context(&self, req: &ContextRequest) -> MemResult<ContextPack> {
+        let max_chars = req.max_chars.unwrap_or(DEFAULT_MAX_CHARS);
+        let limit = req.limit.unwrap_or(DEFAULT_CONTEXT_LIMIT);
+        if max_chars == 0 || limit == 0 || limit > super::MAX_SEARCH_LIMIT {
+            return Err(MemError::bad_request(format!(
+                "max_chars must be positive and limit 1..={}",
+                super::MAX_SEARCH_LIMIT
+            )));
+        }
+        let min_confidence = req.min_confidence.unwrap_or(DEFAULT_MIN_CONFIDENCE);
+        let pool = (limit * POOL_FACTOR).min(super::MAX_SEARCH_LIMIT);
+        let q = SearchQuery {
+            query: req.query.clone(),
+            kinds: req.kinds.clone(),
+            path: req.scope.clone(),
+            agent: req.agent.clone(),
+            source: req.source.clone(),
+            limit: Some(pool),
+            ..Default::default()
+        };
+        let found = self.search(&q)?;
+        // The same recall without the request's filters: what they hid.
+        let unfiltered = self.search(&SearchQuery {
+            query: req.query.clone(),
+            lifecycle: vec!["all".into()],
+            limit: Some(pool),
+            ..Default::default()
+        })?;
+        let kept_ids: BTreeSet<&str> = found.hits.iter().map(|h| h.id.as_str()).collect();
+        let mut hidden = Vec::new();
+        for h in unfiltered
+            .hits
+            .iter()
+            .filter(|h| !kept_ids.contains(h.id.as_str()))
+        {
+            if let Some(filter) = self.hiding_filter(h, req, &q)? {
+                hidden.push(Hidden {
+                    id: h.id.clone(),
+                    citation: h.citation.clone(),
+                    filter,
+                });
+            }
+        }
+        let mut warnings = found.warnings.clone();
+        let mut partial = found.partial;
+
+        // Selection chain (the workspace's `selector` plugins).
+        let selection_input = found.hits.len();
+        let (selected, selection): (Vec<&SearchHit>, SelectionTrace) = match self.plugins() {
+            Some(host) => {
+                let candidates: Vec<SelectCandidate> = found
+                    .hits
+                    .iter()
+                    .map(|h| SelectCandidate {
+                        id: h.citation.clone(),
+                        kind: h.kind.clone(),
+                        role: None,
+                        text: h.text.clone(),
+                        path: h.path.clone(),
+                        score: h.score,
+                        created_at_ms: h.created_at.timestamp_millis(),
+                        event_at_ms: h.event_at.map(|t| t.timestamp_millis()),
+                        pinned: h.pinned,
+                        confidence: h.confidence,
+                        tags: h.tags.clone(),
+                    })
+                    .collect();
+                let sq = SelectQuery {
+                    text: req.query.clone(),
+                    terms: content_terms(&req.query),
+                    now_ms: now().timestamp_millis(),
+                    path: req.scope.clone(),
+                };
+                match host.select_chain(&candidates, &sq, pool as u32) {
+                    Ok(outcome) => {
+                        if outcome.partial() {
+                            partial = true;
+                            warnings.push("a selection stage failed and was bypassed".into());
+                        }
+                        let kept: Vec<&SearchHit> = outcome
+                            .ids
+                            .iter()
+                            .filter_map(|id| found.hits.iter().find(|h| &h.citation == id))
+                            .collect();
+                        let trace = SelectionTrace {
+                            status: "ran".into(),
+                            reason: None,
+                            input: selection_input,
+                            output: kept.len(),
+                            stages: outcome.stages,
+                        };
+                        (kept, trace)
+                    }
+                    Err(e) => {
+                        partial = true;
+                        warnings.push(format!(
+                            "the selection chain failed ({}); recall order kept",
+                            e.message
+                        ));
+                        let trace = SelectionTrace {
+                            status: "failed".into(),
+                            reason: Some(e.message),
+                            input: selection_input,
+                            output: selection_input,
+                            stages: Vec::new(),
+                        };
+                        (found.hits.iter().collect(), trace)
+                    }
+                }
+            }
+            None => (
+                found.hits.iter().collect(),
+                SelectionTrace {
+                    status: "skipped".into(),
+                    reason: Some(
+                        "no plugin runtime is attached to this workspace; recall order kept".into(),
+                    ),
+                    input: selection_input,
+                    output: selection_input,
+                    stages: Vec::new(),
+                },
+            ),
+        };
+
+        // Read gate.
+        let mut rejected = Vec::new();
+        let mut admitted: Vec<&SearchHit> = Vec::new();
+        for h in selected {
+            match self.read_gate(h, min_confidence) {
+                Some((rule, detail)) => rejected.push(Rejected {
+                    id: h.id.clone(),
+                    citation: h.citation.clone(),
+                    rule,
+                    detail,
+                }),
+                None => admitted.push(h),
+            }
+        }
+        admitted.truncate(limit);
+
+        // Lanes and the budget, binding lanes first.
+        let conflicting = self.conflicts(&admitted)?;
+        let mut placed: Vec<(PackLane, &SearchHit, String)> = admitted
+            .iter()
+            .map(|h| {
+                let (lane, why) = lane_of(h, &conflicting);
+                (lane, *h, why)
+            })
+            .collect();
+        let priority = |l: PackLane| match l {
+            PackLane::Must => 0,
+            PackLane::Should => 1,
+            PackLane::Conflict => 2,
+            PackLane::Context => 3,
+            PackLane::Provisional => 4,
+        };
+        placed.sort_by_key(|(l, _, _)| priority(*l));
+        let mut pack = ContextPack {
+            query: req.query.clone(),
+            max_chars,
+            used_chars: 0,
+            must: Vec::new(),
+            should: Vec::new(),
+            context: Vec::new(),
+            provisional: Vec::new(),
+            conflict: Vec::new(),
+            missing: Vec::new(),
+            omitted: Vec::new(),
+            partial,
+            warnings,
+            trace: PackTrace {
+                query: QueryTrace {
+                    text: req.query.clone(),
+                    terms: content_terms(&req.query),
+                    scope: req.scope.clone(),
+                    source: req.source.clone(),
+                    kinds: req.kinds.clone(),
+                    agent: req.agent.clone(),
+                },
+                lanes: found.lanes.clone(),
+                candidates_before_filters: unfiltered.hits.len(),
+                candidates_after_filters: found.hits.len(),
+                hidden_by_filter: hidden,
+                selection,
+                rejected_by_gate: rejected,
+                packed: 0,
+                omitted: 0,
+                suggestions: Vec::new(),
+            },
+        };
+        for (lane, h, why) in placed {
+            let chars = h.text.chars().count();
+            if pack.used_chars + chars > max_chars {
+                pack.omitted.push(OmittedItem {
+                    id: h.id.clone(),
+                    citation: h.citation.clone(),
+                    lane,
+                    chars,
+                    reason: format!(
+                        "needs {chars} characters; {} of {max_chars} left",
+                        max_chars - pack.used_chars
+                    ),
+                });
+                continue;
+            }
+            pack.used_chars += chars;
+            let item = ContextItem {
+                citation: h.citation.clone(),
+                source: h.source,
+                id: h.id.clone(),
+                kind: h.kind.clone(),
+                content_sha256: h.content_sha256.clone(),
+                locator: h.locator.clone(),
+                text: h.text.clone(),
+                chars,
+                score: h.score,
+                reason: format!("{}; {why}", recall_reason(h)),
+                provenance: self.provenance_of(h)?,
+            };
+            match lane {
+                PackLane::Must => pack.must.push(item),
+                PackLane::Should => pack.should.push(item),
+                PackLane::Context => pack.context.push(item),
+                PackLane::Provisional => pack.provisional.push(item),
+                PackLane::Conflict => pack.conflict.push(item),
+            }
+        }
+        let packed: Vec<&ContextItem> = pack
+            .must
+            .iter()
+            .chain(&pack.should)
+            .chain(&pack.context)
+            .chain(&pack.provisional)
+            .chain(&pack.conflict)
+            .collect();
+        pack.trace.packed = packed.len();
+        pack.trace.omitted = pack.omitted.len();
+        if packed.is_empty() {
+            let mut suggestions = Vec::new();
+            if !pack.omitted.is_empty() {
+                suggestions.push(format!(
+                    "raise --max-chars: the smallest candidate needs {} characters",
+                    pack.omitted.iter().map(|o| o.chars).min().unwrap_or(0)
+                ));
+            }
+            if !pack.trace.hidden_by_filter.is_empty() {
+                suggestions.push(
+                    "widen the filters: matching items were hidden (see hidden_by_filter)".into(),
+                );
+            }
+            if !pack.trace.rejected_by_gate.is_empty() {
+                suggestions.push("lower --min-confidence, or review the rejected items".into());
+            }
+            if found
+                .lanes
+                .iter()
+                .any(|l| l.lane == mem_core::index::Lane::Semantic && l.status != LaneStatus::Ok)
+            {
+                suggestions.push(
+                    "install an embedding model (`mem-host model install`) to match by meaning"
+                        .into(),
+                );
+            }
+            suggestions.push("rephrase the query with words the memories would use".into());
+            return Err(MemError::new(
+                ErrorCode::ContextUnavailable,
+                format!("no evidence survived for {:?}", req.query),
+            )
+            .with_hint(suggestions.join("; "))
+            .with_details(
+                json!({ "trace": pack.trace, "omitted": pack.omitted, "suggestions": suggestions }),
+            ));
+        }
+        let texts: Vec<String> = packed.iter().map(|i| i.text.to_lowercase()).collect();
+        for term in &pack.trace.query.terms {
+            if !texts.iter().any(|t| covers(t, term)) {
+                pack.missing.push(MissingItem {
+                    term: term.clone(),
+                    reason: "no packed item mentions it; the workspace may not know this yet"
+                        .into(),
+                });
+            }
+        }
+        Ok(pack)
+    }
+
+    fn provenance_of(&self, h: &SearchHit) -> MemResult<Provenance> {
+        let (source_type, source_ref) = match h.source {
+            SourceKind::Memory => {
+                let m = load::<Memory>(self.store(), Table::Memories, &h.id)?;
+                let p = m.map(|m| m.value.provenance).unwrap_or_default();
+                (p.source_type, p.source_ref)
+            }
+            SourceKind::File => (Some("file".into()), Some(h.path.clone())),
+        };
+        Ok(Provenance {
+            source_type,
+            source_ref,
+            agent_id: h.agent_id.clone(),
+            event_at: h.event_at,
+            created_at: h.created_at,
+            path: h.path.clone(),
+        })
+    }
+}

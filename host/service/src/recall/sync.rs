@@ -1,0 +1,255 @@
+//! Keeping the search index in step with the event log.
+//!
+//! The log is the truth: after each write the service applies every event
+//! after the index's watermark (loading the record as it is *now*, so the
+//! order of intermediate states does not matter: upsert if it should be
+//! found, remove if not), then commits the index at the last applied
+//! sequence number. At open the same replay recovers what a crash lost; an
+//! index that cannot replay (missing, damaged, other model) is rebuilt from
+//! the records.
+
+use crate::Service;
+use crate::records::{decode, load, scan_all};
+use mem_core::index::{IndexDoc, SearchIndex, SourceKind};
+use mem_core::model::{Event, FileRecord, Lifecycle, Memory};
+use mem_core::plugin::ProcessedFile;
+use mem_core::store::{Log, Scan, Table};
+use mem_core::{MemError, MemResult};
+use std::collections::BTreeSet;
+
+/// Events read per page while replaying.
+const PAGE: usize = 2048;
+/// Records (re)indexed per `upsert` call: one embedding batch group.
+const UPSERT_GROUP: usize = 256;
+
+/// A memory as a search document (`None` when it must not be found).
+pub(crate) fn memory_doc(m: &Memory, context: Option<String>) -> Option<IndexDoc> {
+    if m.lifecycle == Lifecycle::Forgotten {
+        return None;
+    }
+    let text = m.content.clone()?;
+    Some(IndexDoc {
+        doc_id: m.id.clone(),
+        record_id: m.id.clone(),
+        source: SourceKind::Memory,
+        text,
+        path: m.path.as_str().to_string(),
+        kind: m.kind.clone(),
+        tags: Vec::new(),
+        agent_id: m.provenance.agent_id.clone(),
+        lifecycle: m.lifecycle.as_str().to_string(),
+        created_at_ms: m.created_at.timestamp_millis(),
+        event_at_ms: m.provenance.event_at.map(|t| t.timestamp_millis()),
+        locator: None,
+        context,
+    })
+}
+
+/// The chunks of a processed file as search documents.
+pub(crate) fn file_docs(f: &FileRecord, content: &ProcessedFile) -> Vec<IndexDoc> {
+    content
+        .chunks
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.text.trim().is_empty())
+        .map(|(i, c)| {
+            let mut context = Vec::new();
+            if let Some(t) = &content.title {
+                context.push(t.clone());
+            }
+            context.extend(c.section.iter().cloned());
+            context.push(f.name.clone());
+            IndexDoc {
+                doc_id: format!("{}#{i}", f.id),
+                record_id: f.id.clone(),
+                source: SourceKind::File,
+                text: c.text.clone(),
+                path: f.path.as_str().to_string(),
+                kind: f.mime.clone(),
+                tags: f.tags.clone(),
+                agent_id: None,
+                lifecycle: "active".into(),
+                created_at_ms: f.created_at.timestamp_millis(),
+                event_at_ms: None,
+                locator: Some(c.lines.locator()),
+                context: Some(context.join(" / ")),
+            }
+        })
+        .collect()
+}
+
+/// What a record should look like in the index now.
+enum Target {
+    Upsert(Vec<IndexDoc>),
+    Remove,
+}
+
+impl Service {
+    pub(crate) fn index(&self) -> Option<&dyn SearchIndex> {
+        self.recall.index.as_deref()
+    }
+
+    /// The memory written just before `m` in the same scope: the context a
+    /// conversational or session memory is read in.
+    fn previous_in_scope(&self, m: &Memory) -> MemResult<Option<String>> {
+        let prefix = format!("{}\0", m.path.as_str());
+        let after = format!("{prefix}{}", m.id);
+        let page = self.store().scan(
+            Table::MemoryPaths,
+            &Scan {
+                prefix: &prefix,
+                after: Some(&after),
+                limit: 1,
+                reverse: true,
+            },
+        )?;
+        let Some((key, _)) = page.into_iter().next() else {
+            return Ok(None);
+        };
+        let Some(id) = key.strip_prefix(&prefix) else {
+            return Ok(None);
+        };
+        Ok(load::<Memory>(self.store(), Table::Memories, id)?
+            .filter(|p| p.value.lifecycle != Lifecycle::Forgotten)
+            .and_then(|p| p.value.content))
+    }
+
+    fn target_of(&self, record_id: &str) -> MemResult<Option<Target>> {
+        if let Some(m) = load::<Memory>(self.store(), Table::Memories, record_id)? {
+            let context = if m.value.lifecycle == Lifecycle::Forgotten {
+                None
+            } else {
+                self.previous_in_scope(&m.value)?
+            };
+            return Ok(Some(match memory_doc(&m.value, context) {
+                Some(d) => Target::Upsert(vec![d]),
+                None => Target::Remove,
+            }));
+        }
+        if let Some(f) = load::<FileRecord>(self.store(), Table::Files, record_id)? {
+            let content = load::<ProcessedFile>(self.store(), Table::FileContent, record_id)?;
+            return Ok(Some(match content {
+                Some(c) => Target::Upsert(file_docs(&f.value, &c.value)),
+                None => Target::Remove,
+            }));
+        }
+        // Neither a memory nor a file (deleted, or a folder): nothing may be found.
+        Ok(Some(Target::Remove))
+    }
+
+    fn apply(&self, index: &dyn SearchIndex, targets: &BTreeSet<String>) -> MemResult<()> {
+        let mut docs: Vec<IndexDoc> = Vec::new();
+        for id in targets {
+            match self.target_of(id)? {
+                Some(Target::Upsert(d)) => {
+                    // Replace all of a record's documents (a file may lose chunks).
+                    index.remove_record(id)?;
+                    docs.extend(d);
+                }
+                Some(Target::Remove) => index.remove_record(id)?,
+                None => {}
+            }
+            if docs.len() >= UPSERT_GROUP {
+                index.upsert(std::mem::take(&mut docs))?;
+            }
+        }
+        index.upsert(docs)?;
+        Ok(())
+    }
+
+    /// Applies every event after the index's watermark and commits.
+    /// Returns how many events were applied.
+    pub fn sync_index(&self) -> MemResult<u64> {
+        let Some(index) = self.index() else {
+            return Ok(0);
+        };
+        let _guard = self
+            .recall
+            .sync_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if index.needs_rebuild() {
+            return self.rebuild_locked(index);
+        }
+        let mut after = index.watermark();
+        let mut applied = 0;
+        loop {
+            let page = self.store().read_log(Log::Events, after, PAGE)?;
+            let Some((last, _)) = page.last() else { break };
+            let last = *last;
+            let mut targets = BTreeSet::new();
+            for (seq, raw) in &page {
+                let ev: Event = decode(Table::Meta, &format!("event {seq}"), raw)?;
+                if ev.action.starts_with("memory.") || ev.action.starts_with("file.") {
+                    targets.insert(ev.target);
+                }
+            }
+            self.apply(index, &targets)?;
+            index.commit(last)?;
+            applied += page.len() as u64;
+            after = last;
+            if page.len() < PAGE {
+                break;
+            }
+        }
+        Ok(applied)
+    }
+
+    /// After an acknowledged write: sync, but never fail the write (it is
+    /// durable; the index catches up at the next sync or open). A failure
+    /// is kept and reported as a warning by searches until a sync succeeds.
+    pub(crate) fn sync_index_after_write(&self) {
+        let result = self.sync_index();
+        let mut last = self
+            .recall
+            .last_sync_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *last = result.err();
+    }
+
+    /// Drops the index and re-indexes every record.
+    pub fn rebuild_index(&self) -> MemResult<u64> {
+        let Some(index) = self.index() else {
+            return Ok(0);
+        };
+        let _guard = self
+            .recall
+            .sync_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        self.rebuild_locked(index)
+    }
+
+    fn rebuild_locked(&self, index: &dyn SearchIndex) -> MemResult<u64> {
+        // Events after this point are replayed next time (idempotently).
+        let watermark = self
+            .store()
+            .last_log_entry(Log::Events)?
+            .map_or(0, |(seq, _)| seq);
+        index.clear()?;
+        let mut records: BTreeSet<String> = BTreeSet::new();
+        for (id, raw) in scan_all(self.store(), Table::Memories, "")? {
+            let m: Memory = decode(Table::Memories, &id, &raw)?;
+            if m.lifecycle != Lifecycle::Forgotten {
+                records.insert(id);
+            }
+        }
+        for (id, _) in scan_all(self.store(), Table::FileContent, "")? {
+            records.insert(id);
+        }
+        let n = records.len() as u64;
+        self.apply(index, &records)?;
+        index.commit(watermark)?;
+        Ok(n)
+    }
+
+    /// The last failed sync after a write, if the index is still behind.
+    pub(crate) fn index_warning(&self) -> Option<MemError> {
+        self.recall
+            .last_sync_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}

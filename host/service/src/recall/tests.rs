@@ -1,0 +1,357 @@
+//! Recall on the real sled store and the real (lexical) index.
+
+use crate::{RememberRequest, Service, WorkspaceConfig};
+use mem_core::index::LaneStatus;
+use mem_core::plugin::{Chunk, LineRange, ProcessedFile};
+use mem_core::store::{Batch, Durability, Table};
+use mem_core::{ErrorCode, MemResult};
+use mem_index::NativeIndex;
+use mem_store::SledStore;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{ContextRequest, SearchQuery};
+
+fn open(dir: &Path) -> Service {
+    let store = SledStore::open(&dir.join("store")).unwrap();
+    let index =
+        NativeIndex::open(&dir.join("index"), None, Some("no model in tests".into())).unwrap();
+    let svc = Service::new(Arc::new(store), WorkspaceConfig::default()).with_index(Arc::new(index));
+    svc.open_index().unwrap();
+    svc
+}
+
+fn remember(
+    svc: &Service,
+    content: &str,
+    kind: &str,
+    path: &str,
+) -> MemResult<crate::RememberOutcome> {
+    svc.remember(&RememberRequest {
+        content: content.into(),
+        kind: kind.into(),
+        path: path.into(),
+        idempotency_key: Some(format!(
+            "{path}:{}",
+            mem_core::hash::sha256_hex(content.as_bytes())
+        )),
+        ..Default::default()
+    })
+}
+
+fn search(svc: &Service, q: &str) -> Vec<String> {
+    svc.search(&SearchQuery {
+        query: q.into(),
+        ..Default::default()
+    })
+    .unwrap()
+    .hits
+    .into_iter()
+    .map(|h| h.id)
+    .collect()
+}
+
+#[test]
+fn writes_are_searchable_and_forgetting_removes_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    let m = remember(&svc, "the vault combination is 4711", "fact", "/secrets")
+        .unwrap()
+        .memory
+        .unwrap();
+    assert_eq!(
+        search(&svc, "vault combination"),
+        std::slice::from_ref(&m.id)
+    );
+    svc.forget(&m.id, 1, "asked to", true, &crate::Actor::owner())
+        .unwrap();
+    assert!(search(&svc, "vault combination").is_empty());
+    drop(svc);
+    // And after reopening (replay does not bring it back).
+    let svc = open(tmp.path());
+    assert!(search(&svc, "vault combination").is_empty());
+}
+
+#[test]
+fn archive_hides_and_restore_brings_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    let m = remember(&svc, "standup moved to ten", "decision", "/team")
+        .unwrap()
+        .memory
+        .unwrap();
+    svc.archive(&m.id, 1, &crate::Actor::owner()).unwrap();
+    assert!(search(&svc, "standup").is_empty());
+    let archived = svc
+        .search(&SearchQuery {
+            query: "standup".into(),
+            lifecycle: vec!["archived".into()],
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(archived.hits[0].id, m.id);
+    svc.restore(&m.id, 2, &crate::Actor::owner()).unwrap();
+    assert_eq!(search(&svc, "standup"), [m.id]);
+}
+
+#[test]
+fn a_lost_index_is_rebuilt_and_a_lagging_one_replays() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    let a = remember(&svc, "alpha centauri trip", "note", "/a")
+        .unwrap()
+        .memory
+        .unwrap();
+    drop(svc);
+    std::fs::remove_dir_all(tmp.path().join("index")).unwrap();
+    let svc = open(tmp.path());
+    assert_eq!(search(&svc, "centauri"), std::slice::from_ref(&a.id));
+    drop(svc);
+    // Writes committed while no index was attached (a crash after the
+    // store commit) are replayed at the next open.
+    let store = SledStore::open(&tmp.path().join("store")).unwrap();
+    let bare = Service::new(Arc::new(store), WorkspaceConfig::default());
+    let b = bare.remember(&RememberRequest {
+        content: "beta pictoris visit".into(),
+        kind: "note".into(),
+        path: "/a".into(),
+        idempotency_key: Some("b".into()),
+        ..Default::default()
+    });
+    let b = b.unwrap().memory.unwrap();
+    drop(bare);
+    let svc = open(tmp.path());
+    assert_eq!(search(&svc, "pictoris"), [b.id]);
+}
+
+#[test]
+fn processed_file_chunks_are_searchable_with_line_citations_and_leave_on_delete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    let put = svc
+        .put_file(crate::PutFile {
+            path: mem_core::VPath::parse("/docs/runbook.md").unwrap(),
+            bytes: b"# Runbook\nrestart the flux capacitor\n".to_vec(),
+            tags: vec!["ops".into()],
+            replace: false,
+        })
+        .unwrap();
+    let processed = ProcessedFile {
+        title: Some("Runbook".into()),
+        chunks: vec![Chunk {
+            text: "restart the flux capacitor".into(),
+            lines: LineRange::new(2, 2),
+            section: vec!["Runbook".into()],
+            kind: "paragraph".into(),
+        }],
+        ..Default::default()
+    };
+    let mut batch = Batch::new();
+    batch.put(
+        Table::FileContent,
+        put.file.id.clone(),
+        serde_json::to_vec(&processed).unwrap(),
+    );
+    crate::records::push_event(
+        &mut batch,
+        "file.processed",
+        &put.file.id,
+        None,
+        serde_json::json!({}),
+    )
+    .unwrap();
+    svc.store().commit(batch, Durability::Immediate).unwrap();
+    svc.sync_index().unwrap();
+    let r = svc
+        .search(&SearchQuery {
+            query: "flux capacitor".into(),
+            tags: vec!["ops".into()],
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(r.hits.len(), 1);
+    assert_eq!(r.hits[0].citation, format!("mem://file/{}#L2", put.file.id));
+    assert_eq!(r.hits[0].source, mem_core::index::SourceKind::File);
+    svc.remove_path("/docs/runbook.md", false).unwrap();
+    assert!(search(&svc, "flux capacitor").is_empty());
+}
+
+#[test]
+fn bulk_remember_syncs_once_per_group() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    let reqs: Vec<RememberRequest> = (0..50)
+        .map(|i| RememberRequest {
+            content: format!("bulk item number {i} about kiwis"),
+            kind: "note".into(),
+            path: "/bulk".into(),
+            idempotency_key: Some(format!("bulk-{i}")),
+            ..Default::default()
+        })
+        .collect();
+    let before = svc.index().unwrap().watermark();
+    let results = svc.remember_many(&reqs);
+    assert!(results.iter().all(|r| r.is_ok()));
+    let after = svc.index().unwrap().watermark();
+    assert!(after > before);
+    assert_eq!(
+        svc.search(&SearchQuery {
+            query: "kiwis".into(),
+            limit: Some(100),
+            ..Default::default()
+        })
+        .unwrap()
+        .hits
+        .len(),
+        50
+    );
+}
+
+#[test]
+fn search_reports_the_missing_semantic_lane_and_validates_filters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    remember(&svc, "x marks the spot", "note", "/a").unwrap();
+    let r = svc
+        .search(&SearchQuery {
+            query: "spot".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(r.lanes.iter().any(|l| l.status == LaneStatus::Unavailable));
+    assert!(!r.partial);
+    assert!(r.warnings.iter().any(|w| w.contains("semantic")));
+    let bad = |q: SearchQuery| svc.search(&q).unwrap_err().code;
+    assert_eq!(
+        bad(SearchQuery {
+            query: "x".into(),
+            lifecycle: vec!["zombie".into()],
+            ..Default::default()
+        }),
+        ErrorCode::BadRequest
+    );
+    assert_eq!(
+        bad(SearchQuery {
+            query: "x".into(),
+            since: Some("yesterday".into()),
+            ..Default::default()
+        }),
+        ErrorCode::BadRequest
+    );
+    assert_eq!(
+        bad(SearchQuery {
+            query: "x".into(),
+            limit: Some(0),
+            ..Default::default()
+        }),
+        ErrorCode::BadRequest
+    );
+}
+
+#[test]
+fn context_pack_lanes_budget_and_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    let d = remember(
+        &svc,
+        "We deploy on Fridays only with a rollback plan",
+        "decision",
+        "/ops",
+    )
+    .unwrap()
+    .memory
+    .unwrap();
+    let p = remember(
+        &svc,
+        "I prefer deploy announcements in the ops channel",
+        "preference",
+        "/ops",
+    )
+    .unwrap()
+    .memory
+    .unwrap();
+    let long = format!(
+        "deploy checklist: {}",
+        "check the dashboards and the error rates; ".repeat(40)
+    );
+    let c = remember(&svc, &long, "note", "/ops")
+        .unwrap()
+        .memory
+        .unwrap();
+    let other = remember(&svc, "deploy the garden sprinklers", "note", "/home")
+        .unwrap()
+        .memory
+        .unwrap();
+    let pack = svc
+        .context(&ContextRequest {
+            query: "how do we deploy".into(),
+            scope: Some("/ops".into()),
+            max_chars: Some(200),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(pack.must.iter().map(|i| &i.id).collect::<Vec<_>>(), [&d.id]);
+    assert_eq!(
+        pack.should.iter().map(|i| &i.id).collect::<Vec<_>>(),
+        [&p.id]
+    );
+    assert_eq!(pack.must[0].citation, format!("mem://memory/{}", d.id));
+    assert_eq!(pack.must[0].content_sha256, d.content_sha256);
+    assert!(pack.used_chars <= 200);
+    let omitted = pack
+        .omitted
+        .iter()
+        .find(|o| o.id == c.id)
+        .expect("the long note is omitted, not cut");
+    assert_eq!(omitted.chars, long.trim().chars().count());
+    assert!(
+        pack.trace
+            .hidden_by_filter
+            .iter()
+            .any(|h| h.id == other.id && h.filter == "scope"),
+        "{:?}",
+        pack.trace
+    );
+    assert_eq!(pack.trace.selection.status, "skipped");
+    // Nothing survives: a structured error with suggestions.
+    let err = svc
+        .context(&ContextRequest {
+            query: "quantum chromodynamics".into(),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::ContextUnavailable);
+    assert!(!err.hint.is_empty());
+}
+
+#[test]
+fn context_read_gate_rejects_low_confidence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    let m = svc
+        .remember(&RememberRequest {
+            content: "the moon is made of cheese".into(),
+            kind: "fact".into(),
+            path: "/x".into(),
+            confidence: Some(0.1),
+            idempotency_key: Some("moon".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .memory
+        .unwrap();
+    remember(&svc, "the moon orbits the earth", "fact", "/x").unwrap();
+    let pack = svc
+        .context(&ContextRequest {
+            query: "moon".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(
+        pack.trace
+            .rejected_by_gate
+            .iter()
+            .any(|r| r.id == m.id && r.rule == "confidence")
+    );
+    assert!(pack.context.iter().all(|i| i.id != m.id));
+}

@@ -1,0 +1,141 @@
+//! Typed access to the store: JSON records, retries of optimistic
+//! transactions, and the change-log entry every mutation appends.
+
+use mem_core::model::Event;
+use mem_core::store::{Batch, Durability, Log, Scan, Store, StoreError, Table};
+use mem_core::time::now;
+use mem_core::{ErrorCode, MemError, MemResult};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// How often an optimistic transaction is recomputed when a concurrent
+/// writer changed what it read, before giving up with `version_conflict`.
+const MAX_TX_ATTEMPTS: usize = 8;
+
+/// A decoded record plus the exact bytes it was read from, so a commit can
+/// be conditioned on nobody having changed it in between.
+#[derive(Debug, Clone)]
+pub(crate) struct Stored<T> {
+    pub value: T,
+    pub raw: Vec<u8>,
+}
+
+pub(crate) fn encode<T: Serialize>(value: &T) -> MemResult<Vec<u8>> {
+    serde_json::to_vec(value).map_err(|e| MemError::internal(format!("cannot encode record: {e}")))
+}
+
+pub(crate) fn decode<T: DeserializeOwned>(table: Table, key: &str, bytes: &[u8]) -> MemResult<T> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        MemError::new(
+            ErrorCode::StoreCorrupt,
+            format!("record {key:?} in {} cannot be read: {e}", table.name()),
+        )
+        .with_hint("restore the workspace from a backup or bundle; mem-host will not guess at damaged records")
+        .with_details(serde_json::json!({ "table": table.name(), "key": key }))
+    })
+}
+
+pub(crate) fn load<T: DeserializeOwned>(
+    store: &dyn Store,
+    table: Table,
+    key: &str,
+) -> MemResult<Option<Stored<T>>> {
+    match store.get(table, key)? {
+        Some(raw) => Ok(Some(Stored {
+            value: decode(table, key, &raw)?,
+            raw,
+        })),
+        None => Ok(None),
+    }
+}
+
+/// Every (key, value) of `table` under `prefix`, in key order.
+pub(crate) fn scan_all(
+    store: &dyn Store,
+    table: Table,
+    prefix: &str,
+) -> MemResult<Vec<(String, Vec<u8>)>> {
+    const PAGE: usize = 1024;
+    let mut out: Vec<(String, Vec<u8>)> = Vec::new();
+    loop {
+        let after = out.last().map(|(k, _)| k.clone());
+        let page = store.scan(
+            table,
+            &Scan {
+                prefix,
+                after: after.as_deref(),
+                limit: PAGE,
+                reverse: false,
+            },
+        )?;
+        let done = page.len() < PAGE;
+        out.extend(page);
+        if done {
+            return Ok(out);
+        }
+    }
+}
+
+/// True when some key of `table` starts with `prefix`.
+pub(crate) fn any_with_prefix(store: &dyn Store, table: Table, prefix: &str) -> MemResult<bool> {
+    Ok(!store
+        .scan(
+            table,
+            &Scan {
+                prefix,
+                after: None,
+                limit: 1,
+                reverse: false,
+            },
+        )?
+        .is_empty())
+}
+
+/// Appends a change-log entry to `batch`.
+pub(crate) fn push_event(
+    batch: &mut Batch,
+    action: &str,
+    target: &str,
+    state_version: Option<u64>,
+    data: Value,
+) -> MemResult<()> {
+    let event = Event {
+        seq: 0,
+        at: now(),
+        action: action.to_string(),
+        target: target.to_string(),
+        state_version,
+        actor: None,
+        data,
+    };
+    batch.append(Log::Events, encode(&event)?);
+    Ok(())
+}
+
+/// Runs `build` and commits its batch; when a concurrent writer invalidated
+/// a condition, recomputes from fresh reads. `build` does every check
+/// (including a caller's expected version) from what it reads, so a retry
+/// re-validates rather than overwrites.
+pub(crate) fn transact<T>(
+    store: &dyn Store,
+    durability: Durability,
+    mut build: impl FnMut() -> MemResult<(Batch, T)>,
+) -> MemResult<T> {
+    for _ in 0..MAX_TX_ATTEMPTS {
+        let (batch, out) = build()?;
+        if batch.is_empty() {
+            return Ok(out);
+        }
+        match store.commit(batch, durability) {
+            Ok(_) => return Ok(out),
+            Err(StoreError::ConditionFailed { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(MemError::new(
+        ErrorCode::VersionConflict,
+        "the record kept changing while being written",
+    )
+    .with_hint("another writer is busy with the same records; retry shortly"))
+}

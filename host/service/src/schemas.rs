@@ -1,0 +1,109 @@
+//! JSON Schemas of the public documents, generated from the Rust types
+//! that produce them. `schemas/*.json` in the repository are these, checked
+//! by a test (and regenerated with `MEM_HOST_BLESS=1`).
+
+use crate::{Listing, Page, PutFileResult, RememberOutcome, RememberRequest};
+use mem_core::MemError;
+use mem_core::model::{FileRecord, Memory};
+use schemars::{JsonSchema, generate::SchemaSettings};
+use serde_json::Value;
+
+fn schema_of<T: JsonSchema>(id: &str, title: &str) -> Value {
+    let generator = SchemaSettings::draft2020_12().into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Value::Object(map) = &mut schema {
+        map.insert(
+            "$id".into(),
+            Value::String(format!("https://mem-host.dev/schemas/{id}.schema.json")),
+        );
+        map.insert("title".into(), Value::String(title.into()));
+    }
+    schema
+}
+
+/// `(file stem, schema)` for every public document.
+pub fn public_schemas() -> Vec<(&'static str, Value)> {
+    vec![
+        ("error", schema_of::<MemError>("error", "mem-host error")),
+        ("file", schema_of::<FileRecord>("file", "mem-host file")),
+        (
+            "put-result",
+            schema_of::<PutFileResult>("put-result", "mem-host put result"),
+        ),
+        (
+            "folder-listing",
+            schema_of::<Listing>("folder-listing", "mem-host folder listing"),
+        ),
+        ("memory", schema_of::<Memory>("memory", "mem-host memory")),
+        (
+            "memory-page",
+            schema_of::<Page<Memory>>("memory-page", "mem-host memory list page"),
+        ),
+        (
+            "remember-request",
+            schema_of::<RememberRequest>("remember-request", "mem-host remember request"),
+        ),
+        (
+            "remember-result",
+            schema_of::<RememberOutcome>("remember-result", "mem-host remember result"),
+        ),
+        (
+            "proposal-request",
+            schema_of::<crate::ProposalRequest>("proposal-request", "mem-host proposal request"),
+        ),
+        (
+            "proposal",
+            schema_of::<crate::Proposal>("proposal", "mem-host proposal"),
+        ),
+        (
+            "proposal-result",
+            schema_of::<crate::ProposalOutcome>("proposal-result", "mem-host proposal result"),
+        ),
+        (
+            "review-item",
+            schema_of::<crate::ReviewItem>("review-item", "mem-host review item"),
+        ),
+        (
+            "audit-entry",
+            schema_of::<crate::AuditEntry>("audit-entry", "mem-host audit entry"),
+        ),
+        (
+            "audit-verification",
+            schema_of::<crate::AuditVerification>(
+                "audit-verification",
+                "mem-host audit verification",
+            ),
+        ),
+        (
+            "check-result",
+            schema_of::<crate::check::CheckResult>("check-result", "mem-host check result"),
+        ),
+        (
+            "lint-report",
+            schema_of::<crate::lint::LintReport>("lint-report", "mem-host lint report"),
+        ),
+        (
+            "memory-type",
+            schema_of::<crate::types::TypeDef>("memory-type", "mem-host memory type"),
+        ),
+        (
+            "search-request",
+            schema_of::<crate::recall::SearchQuery>("search-request", "mem-host search request"),
+        ),
+        (
+            "search-result",
+            schema_of::<crate::recall::SearchResult>("search-result", "mem-host search result"),
+        ),
+        (
+            "context-request",
+            schema_of::<crate::recall::ContextRequest>(
+                "context-request",
+                "mem-host context request",
+            ),
+        ),
+        (
+            "context-pack",
+            schema_of::<crate::recall::ContextPack>("context-pack", "mem-host context pack"),
+        ),
+    ]
+}

@@ -1,0 +1,60 @@
+//! Text helpers plugins share: decoding, line numbering, word splitting.
+
+/// Decodes bytes as UTF-8 (invalid sequences replaced), dropping a BOM.
+pub fn decode(bytes: &[u8]) -> String {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Lines with their 1-based numbers; a trailing `\r` is removed.
+pub fn numbered_lines(text: &str) -> impl Iterator<Item = (u32, &str)> {
+    text.lines().enumerate().map(|(i, l)| {
+        (
+            u32::try_from(i + 1).unwrap_or(u32::MAX),
+            l.strip_suffix('\r').unwrap_or(l),
+        )
+    })
+}
+
+/// Lower-case alphanumeric words (Unicode-aware), in order, duplicates kept.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .map(|w| w.trim_matches('\''))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase())
+}
+
+/// Common English words that carry no topic.
+pub const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "for", "from", "has", "have",
+    "in", "into", "it", "its", "of", "on", "or", "so", "that", "the", "their", "then", "there",
+    "these", "this", "to", "was", "were", "will", "with", "we", "our", "you", "your", "i", "me",
+    "my",
+];
+
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_strips_bom_and_replaces_invalid() {
+        assert_eq!(decode(b"\xEF\xBB\xBFhi"), "hi");
+        assert_eq!(decode(b"a\xFFb"), "a\u{FFFD}b");
+    }
+
+    #[test]
+    fn lines_are_one_based_without_cr() {
+        let v: Vec<_> = numbered_lines("a\r\nb\n").collect();
+        assert_eq!(v, vec![(1, "a"), (2, "b")]);
+    }
+
+    #[test]
+    fn words_lowercase_and_split() {
+        let v: Vec<_> = words("Can't run, the CLI-tool!").collect();
+        assert_eq!(v, vec!["can't", "run", "the", "cli", "tool"]);
+    }
+}

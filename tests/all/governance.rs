@@ -1,0 +1,441 @@
+//! Governed writes end to end: write policy, review queue, atomic replace
+//! under SIGKILL, budgets, audit tampering, check.
+
+use crate::support::Ws;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::Stdio;
+use std::time::Duration;
+
+fn set_config(ws: &Ws, extra: &str) {
+    let path = ws.home().join("mem.toml");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    // Replace the template's [gate] and [budgets] tables with the test's.
+    for table in ["[gate]", "[budgets]", "[types]"] {
+        if extra.contains(table)
+            && let Some(start) = text.find(table)
+        {
+            let end = text[start + 1..]
+                .find("\n[")
+                .map_or(text.len(), |e| start + 1 + e + 1);
+            text.replace_range(start..end, "");
+        }
+    }
+    text.push('\n');
+    text.push_str(extra);
+    std::fs::write(&path, text).unwrap();
+}
+
+#[test]
+fn review_policy_queues_until_a_person_approves() {
+    let ws = Ws::new();
+    set_config(
+        &ws,
+        "[gate]\ndefault = \"auto\"\nkinds = { decision = \"review\" }\n",
+    );
+    let out = ws
+        .run(&[
+            "remember",
+            "We freeze deploys in December",
+            "--kind",
+            "decision",
+            "--path",
+            "/ops",
+            "--idempotency-key",
+            "d1",
+            "--agent-id",
+            "claude",
+            "--source-type",
+            "meeting",
+            "--source-ref",
+            "ops-sync",
+        ])
+        .ok()
+        .json();
+    assert!(out.get("memory").is_none(), "{out}");
+    let id = out["proposal"]["id"].as_str().unwrap().to_string();
+    assert_eq!(out["proposal"]["status"], "queued");
+    // Not recallable until approved.
+    assert!(
+        ws.run(&["memory", "list"]).ok().json()["items"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let queue = ws.run(&["review", "list"]).ok().json();
+    assert_eq!(queue.as_array().unwrap().len(), 1);
+    let shown = ws.run(&["review", "show", &id]).ok().json();
+    assert_eq!(shown["new_text"], "We freeze deploys in December");
+    crate::schemas::assert_valid("review-item", &shown);
+    crate::schemas::assert_valid("remember-result", &out);
+    let approved = ws.run(&["review", "approve", &id]).ok().json();
+    assert_eq!(approved["status"], "approved");
+    crate::schemas::assert_valid("proposal", &approved);
+    let list = ws.run(&["memory", "list"]).ok().json();
+    let m = &list["items"][0];
+    assert_eq!(m["governance"]["proposed_by"], "agent:claude");
+    assert_eq!(m["governance"]["approved_by"], "human:owner");
+    let audit = ws.run(&["audit", "list", "--target", &id]).ok().json();
+    for entry in audit.as_array().unwrap() {
+        crate::schemas::assert_valid("audit-entry", entry);
+    }
+    let actions: Vec<&str> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["approve", "propose"]);
+}
+
+#[test]
+fn never_policy_refuses_and_is_audited_as_denied() {
+    let ws = Ws::new();
+    set_config(&ws, "[gate]\nagents = { rogue = \"never\" }\n");
+    let err = ws
+        .run(&[
+            "remember",
+            "the admin password is hunter2",
+            "--kind",
+            "fact",
+            "--path",
+            "/x",
+            "--idempotency-key",
+            "n1",
+            "--agent-id",
+            "rogue",
+        ])
+        .fails("write_rejected", 1);
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("gate.agents.rogue")
+    );
+    let audit = ws.run(&["audit", "list"]).ok().json();
+    assert_eq!(audit[0]["action"], "remember-denied");
+    assert!(
+        ws.run(&["memory", "list", "--lifecycle", "all"])
+            .ok()
+            .json()["items"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn budget_overflow_returns_the_structured_error_and_stores_nothing() {
+    let ws = Ws::new();
+    set_config(&ws, "[budgets]\nkinds = { note = 20 }\n");
+    ws.run(&[
+        "remember",
+        "0123456789012345",
+        "--kind",
+        "note",
+        "--path",
+        "/b",
+        "--idempotency-key",
+        "b1",
+    ])
+    .ok();
+    let err = ws
+        .run(&[
+            "remember",
+            "too much text",
+            "--kind",
+            "note",
+            "--path",
+            "/b",
+            "--idempotency-key",
+            "b2",
+        ])
+        .fails("BUDGET_EXCEEDED", 4);
+    assert_eq!(err["details"]["budget"], "kind:note");
+    assert_eq!(err["details"]["usage"], 16);
+    assert_eq!(err["details"]["limit"], 20);
+    assert_eq!(err["details"]["needed"], 13);
+    assert!(err["hint"].as_str().unwrap().contains("consolidate"));
+    assert_eq!(
+        ws.run(&["memory", "list"]).ok().json()["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let budgets = ws.run(&["budgets"]).ok().json();
+    assert_eq!(budgets[0]["usage"], 16);
+}
+
+#[test]
+fn audit_tampering_is_detected_and_named() {
+    let ws = Ws::new();
+    for i in 0..4 {
+        ws.remember(&format!("fact {i}"), "/t", None);
+    }
+    let ok = ws.run(&["audit", "verify"]).ok().json();
+    assert_eq!(ok["ok"], true);
+    assert_eq!(ok["entries"], 4);
+
+    // Edit entry 2 behind the host's back, as an attacker with disk access would.
+    {
+        let db = sled::open(ws.home().join("store").join("db")).unwrap();
+        let tree = db.open_tree("log_audit").unwrap();
+        let key = 2u64.to_be_bytes();
+        let mut entry: Value = serde_json::from_slice(&tree.get(key).unwrap().unwrap()).unwrap();
+        entry["verdict_source"] = Value::from("forged");
+        tree.insert(key, serde_json::to_vec(&entry).unwrap())
+            .unwrap();
+        db.flush().unwrap();
+    }
+    let run = ws.run(&["audit", "verify"]);
+    assert_eq!(run.code, 1);
+    let bad = run.json();
+    assert_eq!(bad["ok"], false);
+    assert_eq!(bad["first_bad_seq"], 2);
+    crate::schemas::assert_valid("audit-verification", &bad);
+
+    // Deleting an entry is caught too.
+    let ws2 = Ws::new();
+    for i in 0..4 {
+        ws2.remember(&format!("fact {i}"), "/t", None);
+    }
+    {
+        let db = sled::open(ws2.home().join("store").join("db")).unwrap();
+        db.open_tree("log_audit")
+            .unwrap()
+            .remove(3u64.to_be_bytes())
+            .unwrap();
+        db.flush().unwrap();
+    }
+    let bad = ws2.run(&["audit", "verify"]).json();
+    assert_eq!(bad["first_bad_seq"], 3);
+}
+
+#[test]
+fn replace_is_atomic_under_sigkill() {
+    let ws = Ws::new();
+    let n = 400;
+    let input: String = (0..n)
+        .map(|i| format!("{{\"content\":\"old {i}\",\"kind\":\"fact\",\"path\":\"/r\",\"idempotency_key\":\"o{i}\"}}\n"))
+        .collect();
+    let run = ws
+        .run_stdin(&["remember", "--jsonl", "-"], Some(input.as_bytes()))
+        .ok();
+    let old_ids: Vec<String> = run
+        .json_lines()
+        .iter()
+        .map(|l| l["memory"]["id"].as_str().unwrap().to_string())
+        .collect();
+
+    let mut child = ws
+        .cmd()
+        .args(["--format", "json", "propose", "batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines: String = old_ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            format!(
+                "{{\"op\":\"replace\",\"targets\":[\"{id}\"],\"memory\":{{\"content\":\"new {i}\",\"kind\":\"fact\",\"path\":\"/r\",\"source_type\":\"test\",\"source_ref\":\"kill-test\"}},\"evidence\":[{{\"stance\":\"supports\",\"observation\":\"line {i} of the test\"}}],\"idempotency_key\":\"p{i}\"}}\n"
+            )
+        })
+        .collect();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(lines.as_bytes());
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = writer.join();
+
+    let all = ws
+        .run(&["memory", "list", "--lifecycle", "all", "--limit", "1000"])
+        .ok()
+        .json();
+    let items = all["items"].as_array().unwrap();
+    let by_content: HashMap<String, &Value> = items
+        .iter()
+        .map(|m| (m["content"].as_str().unwrap().to_string(), m))
+        .collect();
+    let mut replaced = 0;
+    for i in 0..n {
+        let old = by_content[&format!("old {i}")];
+        match by_content.get(&format!("new {i}")) {
+            Some(new) => {
+                replaced += 1;
+                assert_eq!(
+                    old["lifecycle"], "superseded",
+                    "old {i} must be superseded when new {i} exists"
+                );
+                assert_eq!(new["lifecycle"], "active");
+            }
+            None => assert_eq!(
+                old["lifecycle"], "active",
+                "old {i} must stay active when new {i} was never written"
+            ),
+        }
+    }
+    assert!(replaced > 0, "the batch made progress before the kill");
+    assert_eq!(ws.run(&["audit", "verify"]).ok().json()["ok"], true);
+}
+
+#[test]
+fn check_blocks_a_guarded_constraint_and_needs_review_for_an_unguarded_one() {
+    let ws = Ws::new();
+    let schema = ws.write(
+        "types/coding.json",
+        br#"{"namespace":"coding","types":[{"name":"rule","role":"constraint","capabilities":["check"],"fields":{"deny_any":{},"when_any":{}}}]}"#,
+    );
+    std::fs::copy(&schema, ws.home().join("coding.json")).unwrap();
+    set_config(&ws, "[types]\nfiles = [\"coding.json\"]\n");
+    let types = ws.run(&["types"]).ok().json();
+    assert!(
+        types
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "coding.rule" && t["role"] == "constraint")
+    );
+    ws.run(&[
+        "remember",
+        "Never commit .env files",
+        "--kind",
+        "coding.rule",
+        "--path",
+        "/repo",
+        "--idempotency-key",
+        "c1",
+        "--attr",
+        "deny_any=git add .env",
+    ])
+    .ok();
+    let run = ws.run(&["check", "--text", "git add .env && git commit"]);
+    assert_eq!(run.code, 1);
+    let blocked = run.json();
+    assert_eq!(blocked["status"], "BLOCK");
+    crate::schemas::assert_valid("check-result", &blocked);
+    assert!(
+        blocked["blocked_by"][0]["citation"]
+            .as_str()
+            .unwrap()
+            .starts_with("mem://memory/")
+    );
+    assert_eq!(
+        ws.run(&["check", "--text", "cargo test"]).ok().json()["status"],
+        "ALLOW"
+    );
+
+    ws.run(&[
+        "remember",
+        "Be careful with migrations",
+        "--kind",
+        "coding.rule",
+        "--path",
+        "/repo",
+        "--idempotency-key",
+        "c2",
+    ])
+    .ok();
+    let review = ws.run(&["check", "--text", "cargo test"]);
+    assert_eq!(review.code, 1);
+    assert_eq!(review.json()["status"], "NEEDS_REVIEW");
+    ws.run(&[
+        "remember",
+        "x",
+        "--kind",
+        "coding.unknown",
+        "--path",
+        "/repo",
+        "--idempotency-key",
+        "c3",
+    ])
+    .fails("unknown_memory_type", 1);
+    let lint = ws.run(&["lint"]).ok().json();
+    assert_eq!(lint["status"], "ok");
+    crate::schemas::assert_valid("lint-report", &lint);
+    for t in types.as_array().unwrap() {
+        crate::schemas::assert_valid("memory-type", t);
+    }
+}
+
+#[test]
+fn a_proposal_without_evidence_is_rejected_with_reasons_and_audited() {
+    let ws = Ws::new();
+    let err = ws
+        .run(&[
+            "propose",
+            "create",
+            "The CEO approved the budget",
+            "--kind",
+            "fact",
+            "--path",
+            "/org",
+            "--idempotency-key",
+            "e1",
+            "--agent-id",
+            "claude",
+        ])
+        .fails("write_rejected", 1);
+    let codes: Vec<&str> = err["details"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"missing_source"), "{codes:?}");
+    assert!(codes.contains(&"missing_supporting_evidence"), "{codes:?}");
+    let audit = ws.run(&["audit", "list"]).ok().json();
+    assert_eq!(audit[0]["action"], "propose-denied");
+    assert_eq!(audit[0]["verdict_source"], "plugin:evidence");
+    assert!(
+        ws.run(&["memory", "list"]).ok().json()["items"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // With a source and supporting evidence, the same claim is written.
+    let f = ws.write("minutes.md", b"# Board\n\nThe CEO approved the budget.\n");
+    let file = ws
+        .run(&["put", crate::support::p(&f), "--to", "/org"])
+        .ok()
+        .json();
+    let file_id = file["file"]["id"].as_str().unwrap().to_string();
+    let ok = ws
+        .run(&[
+            "propose",
+            "create",
+            "The CEO approved the budget",
+            "--kind",
+            "fact",
+            "--path",
+            "/org",
+            "--idempotency-key",
+            "e2",
+            "--agent-id",
+            "claude",
+            "--source-type",
+            "minutes",
+            "--source-ref",
+            "minutes.md",
+            "--evidence",
+            &format!("supports:{file_id}#L3"),
+        ])
+        .ok()
+        .json();
+    assert_eq!(ok["proposal"]["status"], "auto_approved");
+    crate::schemas::assert_valid("proposal-result", &ok);
+    let review = ok["proposal"]["result_ids"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let m = ws.run(&["memory", "get", &review]).ok().json();
+    assert_eq!(m["governance"]["approved_by"], "mem.toml gate.default");
+}

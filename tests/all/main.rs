@@ -1,0 +1,16 @@
+//! End-to-end tests: they drive the built `mem-host` binary as a user or a
+//! script would. One test binary with a module per area (links once).
+
+// A failing unwrap is a failing test here.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+mod durability;
+mod files;
+mod governance;
+mod memories;
+mod plugins;
+mod recall;
+mod schemas;
+mod store_errors;

@@ -1,0 +1,181 @@
+//! Running the real binary against a private workspace.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_mem-host");
+
+/// A fresh, initialised workspace in a temporary folder.
+pub struct Ws {
+    pub tmp: tempfile::TempDir,
+}
+
+/// What a command printed and how it exited.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn ok(self) -> Self {
+        assert_eq!(self.code, 0, "command failed: {}", self.stderr);
+        self
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).to_string()
+    }
+
+    /// stdout as one JSON document.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}): {}\nstderr: {}",
+                self.text(),
+                self.stderr
+            )
+        })
+    }
+
+    /// stdout as JSON lines.
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.text()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// stderr as the JSON error document (JSON mode).
+    pub fn error(&self) -> Value {
+        serde_json::from_str(self.stderr.trim())
+            .unwrap_or_else(|e| panic!("stderr is not a JSON error ({e}): {}", self.stderr))
+    }
+
+    /// The error code of a failed command (JSON mode).
+    pub fn json_err_code(&self) -> String {
+        assert_ne!(self.code, 0, "expected a failure");
+        self.error()["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Asserts a failure with `code` and exit status `exit`.
+    pub fn fails(self, code: &str, exit: i32) -> Value {
+        assert_eq!(self.code, exit, "exit status; stderr: {}", self.stderr);
+        let err = self.error();
+        assert_eq!(err["code"], code, "{err}");
+        assert!(err["message"].as_str().is_some_and(|m| !m.is_empty()));
+        assert!(err.get("hint").is_some(), "errors carry a hint: {err}");
+        err
+    }
+}
+
+impl Ws {
+    pub fn new() -> Self {
+        let ws = Self::uninitialised();
+        ws.run(&["init"]).ok();
+        ws
+    }
+
+    pub fn uninitialised() -> Self {
+        Self {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.tmp.path().join("ws")
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env("MEM_HOME", self.home())
+            .env_remove("MEM_FORMAT")
+            .current_dir(self.tmp.path());
+        c
+    }
+
+    /// Runs `mem-host --format json ARGS`.
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_stdin(args, None)
+    }
+
+    pub fn run_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
+        let mut c = self.cmd();
+        c.arg("--format").arg("json").args(args);
+        run_command(c, stdin)
+    }
+
+    /// Runs without `--format json` (human output).
+    pub fn run_human(&self, args: &[&str]) -> Run {
+        let mut c = self.cmd();
+        c.args(args);
+        run_command(c, None)
+    }
+
+    pub fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    /// Remembers one memory and returns it.
+    pub fn remember(&self, content: &str, path: &str, key: Option<&str>) -> Value {
+        let derived = mem_core::hash::sha256_hex(format!("{path}\n{content}").as_bytes());
+        let key = key.unwrap_or(&derived);
+        self.run(&[
+            "remember",
+            content,
+            "--kind",
+            "fact",
+            "--path",
+            path,
+            "--idempotency-key",
+            key,
+        ])
+        .ok()
+        .json()["memory"]
+            .clone()
+    }
+}
+
+pub fn run_command(mut c: Command, stdin: Option<&[u8]>) -> Run {
+    c.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn mem-host");
+    if let Some(bytes) = stdin {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+    }
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = child.wait_with_output().unwrap();
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr: String::from_utf8_lossy(&stderr).to_string(),
+    }
+}
+
+pub fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
