@@ -164,3 +164,32 @@ fn a_runaway_processor_fails_its_call_and_the_host_keeps_serving() {
     let r = ws.run(&["reindex", &id]).ok().json();
     assert_eq!(r["processing"]["done"], 1, "{r}");
 }
+
+#[test]
+fn an_agents_md_document_round_trips_through_the_adapter() {
+    let ws = Ws::new();
+    let doc = ws.write(
+        "AGENTS.md",
+        b"# Project rules\n\n- Run cargo fmt before committing\n- Never push to main directly\n\n## Testing\n\n- Tests drive the built binary\n",
+    );
+    let run = ws.run(&["import", p(&doc), "--path", "/repo"]).ok();
+    let lines = run.json_lines();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let first = &lines[0]["memory"];
+    assert_eq!(first["content"], "Run cargo fmt before committing");
+    assert_eq!(first["provenance"]["source_ref"], "AGENTS.md#L3");
+    assert_eq!(first["attributes"]["section"], "Project rules");
+    // Importing again replays instead of duplicating.
+    let again = ws
+        .run(&["import", p(&doc), "--path", "/repo"])
+        .ok()
+        .json_lines();
+    assert!(again.iter().all(|l| l["replayed"] == true));
+    let out = ws.path("out.md");
+    ws.run(&["export", "--path", "/repo", "-o", p(&out)]).ok();
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("Never push to main directly"), "{text}");
+    assert!(text.contains("Testing"), "{text}");
+    ws.run(&["import", p(&doc), "--path", "/repo", "--adapter", "nope"])
+        .fails("not_found", 2);
+}

@@ -138,14 +138,6 @@ impl NativeIndex {
         })
     }
 
-    /// Opens the index with the user's active model (if any), loaded lazily.
-    pub fn open_with_active_model(dir: &Path) -> Result<Self, IndexError> {
-        match models::active_files() {
-            Ok(files) => Self::open(dir, Some(Arc::new(LazyEmbedder::new(files))), None),
-            Err(reason) => Self::open(dir, None, Some(reason)),
-        }
-    }
-
     fn embed_docs(&self, sem: &Semantic, docs: &[IndexDoc]) -> Result<(), IndexError> {
         let texts: Vec<String> = docs.iter().map(embedding_text).collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();

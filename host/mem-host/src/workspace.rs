@@ -2,6 +2,7 @@
 //! backends (sled store, native index, wasm plugin runtime) into a
 //! [`Service`]. This is the only place that names concrete backends.
 
+use mem_core::index::Embedder;
 use mem_core::store::Store;
 use mem_core::{ErrorCode, MemError, MemResult};
 use mem_runtime::WasmPluginHost;
@@ -121,13 +122,22 @@ pub fn open(dir: &Path) -> MemResult<Workspace> {
     store.gc_blobs()?;
     // The search index is derived state beside the store; opening it
     // replays what it missed (or rebuilds it when it is missing or damaged).
-    let index = mem_index::NativeIndex::open_with_active_model(&dir.join(INDEX_DIR))?;
+    // One embedder (loaded on first use) serves the index and the plugins'
+    // `embed` capability.
+    let (embedder, semantic_off) = match mem_index::models::active_files() {
+        Ok(files) => (
+            Some(Arc::new(mem_index::LazyEmbedder::new(files)) as Arc<dyn Embedder>),
+            None,
+        ),
+        Err(reason) => (None, Some(reason)),
+    };
+    let index = mem_index::NativeIndex::open(&dir.join(INDEX_DIR), embedder.clone(), semantic_off)?;
     let store: Arc<dyn Store> = Arc::new(store);
     let plugins = Arc::new(WasmPluginHost::open(
         dir.join(PLUGINS_DIR),
         store.clone(),
         config.plugins.clone(),
-        None,
+        embedder,
     )?);
     let service = Service::new(store, config)
         .with_index(Arc::new(index))

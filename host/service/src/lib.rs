@@ -6,6 +6,7 @@
 //! backend type reaches the rules here, and a second backend (PostgreSQL,
 //! S3) needs no change in this crate.
 
+mod adapters;
 pub mod audit;
 mod budget;
 pub mod check;

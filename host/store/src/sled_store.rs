@@ -60,6 +60,16 @@ fn sled_err(e: sled::Error) -> StoreError {
     }
 }
 
+/// How long to wait for sled's file lock held by this process's own
+/// just-dropped handle (its flusher thread finishes asynchronously).
+const SLED_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// sled reports a held file lock as `ErrorKind::Other` with this message.
+fn is_sled_lock_busy(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::WouldBlock
+        || e.to_string().starts_with("could not acquire lock")
+}
+
 fn log_key(seq: u64) -> [u8; 8] {
     seq.to_be_bytes()
 }
@@ -112,13 +122,26 @@ impl SledStore {
         let existed = db_path.exists();
         // sled can panic on some kinds of damage; a panic must never reach
         // the user as a crash, and never lead to a silent re-init.
-        let opened = catch_unwind(AssertUnwindSafe(|| {
-            sled::Config::new()
-                .path(&db_path)
-                .mode(sled::Mode::HighThroughput)
-                .flush_every_ms(Some(500))
-                .open()
-        }));
+        let open_db = || {
+            catch_unwind(AssertUnwindSafe(|| {
+                sled::Config::new()
+                    .path(&db_path)
+                    .mode(sled::Mode::HighThroughput)
+                    .flush_every_ms(Some(500))
+                    .open()
+            }))
+        };
+        // We hold LOCK, so no other process has this store. sled's own file
+        // lock can still be held for a moment by the background threads of a
+        // handle this process just dropped; wait for them instead of failing.
+        let deadline = std::time::Instant::now() + SLED_LOCK_WAIT;
+        let mut opened = open_db();
+        while matches!(&opened, Ok(Err(sled::Error::Io(e))) if is_sled_lock_busy(e))
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            opened = open_db();
+        }
         let db = match opened {
             Ok(Ok(db)) => db,
             Ok(Err(e)) => {

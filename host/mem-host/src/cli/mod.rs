@@ -78,6 +78,10 @@ pub enum Command {
     Plugin(plugin::PluginCommand),
     /// Files by processing state, memories, index, budgets, plugin health.
     Status,
+    /// Import a document (CLAUDE.md, AGENTS.md) as memories through an adapter plugin.
+    Import(plugin::ImportArgs),
+    /// Export memories of a path as a document through an adapter plugin.
+    Export(plugin::ExportArgs),
     /// Every memory type with its role and fields.
     Types,
     /// Check memories and types for consistency (exit 1 on errors).
@@ -159,6 +163,8 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 Command::Types => govern::types(svc, &out),
                 Command::Plugin(c) => plugin::run(&ws, &out, c),
                 Command::Status => plugin::status(&ws, &out),
+                Command::Import(a) => plugin::import(&ws, &out, a),
+                Command::Export(a) => plugin::export(&ws, &out, a),
                 Command::Lint => govern::lint(svc, &out),
                 Command::Check(a) => govern::check(svc, &out, a),
                 Command::Budgets => govern::budgets(svc, &out),

@@ -243,3 +243,97 @@ pub fn status(ws: &Workspace, out: &Out) -> MemResult<()> {
         lines.join("\n")
     })
 }
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The document (CLAUDE.md, AGENTS.md, ...).
+    pub file: PathBuf,
+    /// The adapter plugin that reads it.
+    #[arg(long, default_value = "agents-md")]
+    pub adapter: String,
+    /// Where the memories go.
+    #[arg(long)]
+    pub path: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The adapter plugin that writes the document.
+    #[arg(long, default_value = "agents-md")]
+    pub adapter: String,
+    /// Memories under this path are exported.
+    #[arg(long)]
+    pub path: String,
+    /// Document name the adapter renders (e.g. AGENTS.md).
+    #[arg(long, default_value = "AGENTS.md")]
+    pub name: String,
+    /// Write here instead of stdout.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+/// `import`: one result line per entry, like `remember --jsonl`.
+pub fn import(ws: &Workspace, out: &Out, a: ImportArgs) -> MemResult<()> {
+    let bytes = std::fs::read(&a.file)
+        .map_err(|e| MemError::io(&format!("cannot read {}", a.file.display()), &e))?;
+    let name = a
+        .file
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "document".into());
+    let results = ws
+        .service
+        .import_document(&a.adapter, &name, &bytes, &a.path)?;
+    let mut failed = 0;
+    for (i, r) in results.into_iter().enumerate() {
+        let doc = match r {
+            Ok(o) => {
+                serde_json::json!({ "entry": i + 1, "ok": true, "replayed": o.replayed, "memory": o.memory, "proposal": o.proposal })
+            }
+            Err(e) => {
+                failed += 1;
+                serde_json::json!({ "entry": i + 1, "ok": false, "error": e })
+            }
+        };
+        if out.json() {
+            out.line(&super::output::to_json(&doc)?)?;
+        } else {
+            out.line(&format!(
+                "entry {}: {}",
+                i + 1,
+                doc["memory"]["id"]
+                    .as_str()
+                    .or(doc["error"]["message"].as_str())
+                    .unwrap_or("queued")
+            ))?;
+        }
+    }
+    if failed > 0 {
+        return Err(MemError::new(
+            mem_core::ErrorCode::BadRequest,
+            format!("{failed} entries failed"),
+        )
+        .with_hint("the other entries were stored; see the per-entry errors above"));
+    }
+    Ok(())
+}
+
+pub fn export(ws: &Workspace, out: &Out, a: ExportArgs) -> MemResult<()> {
+    let bytes = ws.service.export_document(&a.adapter, &a.name, &a.path)?;
+    match a.output {
+        Some(path) => {
+            std::fs::write(&path, &bytes)
+                .map_err(|e| MemError::io(&format!("cannot write {}", path.display()), &e))?;
+            out.emit(
+                &serde_json::json!({ "written": path, "bytes": bytes.len() }),
+                |_| format!("wrote {}", path.display()),
+            )
+        }
+        None => {
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(&bytes)
+                .map_err(|e| MemError::io("cannot write to stdout", &e))
+        }
+    }
+}
