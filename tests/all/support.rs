@@ -179,3 +179,92 @@ pub fn run_command(mut c: Command, stdin: Option<&[u8]>) -> Run {
 pub fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
+
+/// A running `mem-host serve` on a free loopback port.
+pub struct Server {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Server {
+    pub fn start(ws: &Ws, extra: &[&str]) -> Server {
+        use std::io::BufRead;
+        let mut c = ws.cmd();
+        c.args(["serve", "--bind", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn mem-host serve");
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut base = None;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            log.lock().unwrap().push_str(&format!("{line}\n"));
+            if let Some(addr) = line.strip_prefix("listening on ") {
+                base = Some(addr.trim().to_string());
+                break;
+            }
+        }
+        let base = base.unwrap_or_else(|| panic!("serve did not start: {}", log.lock().unwrap()));
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                sink.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        Server {
+            child,
+            base,
+            stderr: log,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// What the server logged so far.
+    pub fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP client that returns 4xx/5xx as responses, not errors.
+pub fn http() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(std::time::Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// Creates a token with the CLI and returns its secret.
+pub fn token(ws: &Ws, name: &str, scopes: &str, extra: &[&str]) -> String {
+    let mut args = vec!["token", "create", "--name", name, "--scope", scopes];
+    args.extend_from_slice(extra);
+    ws.run(&args).ok().json()["secret"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}

@@ -66,6 +66,10 @@ pub struct SearchFilters {
     pub kinds: Vec<String>,
     /// The document's path equals or lies below this folder.
     pub path: Option<String>,
+    /// And below at least one of these folders (empty: anywhere). A caller's
+    /// path boundary (token `--paths`), applied inside the index so limits
+    /// count only what the caller may see.
+    pub within: Vec<String>,
     /// All of these tags.
     pub tags: Vec<String>,
     pub agent_id: Option<String>,

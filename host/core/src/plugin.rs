@@ -310,6 +310,10 @@ pub struct FailureStats {
     pub by_reason: BTreeMap<FailureReason, u64>,
     #[serde(default)]
     pub total: u64,
+    /// Calls (successful or not) made by this host process; not persisted,
+    /// so it restarts with the process like any Prometheus counter.
+    #[serde(default, skip_deserializing)]
+    pub calls: u64,
     /// Failures since the last successful call.
     #[serde(default)]
     pub consecutive: u64,

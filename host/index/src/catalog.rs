@@ -50,6 +50,7 @@ impl DocMeta {
             && f.source.is_none_or(|s| s == self.source)
             && (f.kinds.is_empty() || f.kinds.iter().any(|k| k == &self.kind))
             && f.path.as_deref().is_none_or(|p| within(&self.path, p))
+            && (f.within.is_empty() || f.within.iter().any(|p| within(&self.path, p)))
             && f.tags.iter().all(|t| self.tags.contains(t))
             && f.agent_id
                 .as_deref()
@@ -164,6 +165,12 @@ mod tests {
         assert!(meta("/a/b").passes(&f("/")));
         assert!(!meta("/a/bc").passes(&f("/a/b")));
         assert!(!meta("/x").passes(&f("/a")));
+        let within = |ps: &[&str]| SearchFilters {
+            within: ps.iter().map(|p| p.to_string()).collect(),
+            ..Default::default()
+        };
+        assert!(meta("/a/b").passes(&within(&["/x", "/a"])));
+        assert!(!meta("/a/b").passes(&within(&["/x", "/y"])));
     }
 
     #[test]

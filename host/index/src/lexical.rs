@@ -348,6 +348,9 @@ impl Lexical {
         if let Some(p) = &filters.path {
             c.push((Occur::Must, term(f.path_anc, p)));
         }
+        if !filters.within.is_empty() {
+            c.push((Occur::Must, any(f.path_anc, &filters.within)));
+        }
         for t in &filters.tags {
             c.push((Occur::Must, term(f.tags, t)));
         }
@@ -439,7 +442,11 @@ impl Lexical {
                 let postings = inv
                     .read_postings(&Term::from_field_text(f.text, t), IndexRecordOption::Basic)
                     .map_err(io)?;
+                // A fresh postings list sits on its first document; `seek`
+                // may only move forward, so a list starting past the hit
+                // cannot contain it.
                 if let Some(mut p) = postings
+                    && p.doc() <= addr.doc_id
                     && p.seek(addr.doc_id) == addr.doc_id
                 {
                     matched.push(surface.clone());

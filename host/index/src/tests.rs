@@ -181,6 +181,14 @@ fn filters_apply_in_both_lanes() {
         }),
         ["m3"]
     );
+    // A caller's path boundary: below any of these folders.
+    assert_eq!(
+        q(SearchFilters {
+            within: vec!["/food".into(), "/nowhere".into()],
+            ..Default::default()
+        }),
+        ["m2"]
+    );
     assert_eq!(
         q(SearchFilters {
             tags: vec!["drill".into()],
@@ -394,4 +402,26 @@ fn real_model_semantic_lane_finds_paraphrases_lexical_misses() {
     assert_eq!(r.hits[0].doc_id, "m1", "{r:?}");
     assert_eq!(r.hits[0].lexical_rank, None);
     assert_eq!(r.hits[0].semantic_rank, Some(1));
+}
+
+#[test]
+fn matched_terms_of_an_early_hit_ignore_terms_that_start_later() {
+    // "pod" first occurs after the document that only says "node": the
+    // matched-terms probe must not seek its postings backwards (it once
+    // panicked here).
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    ix.upsert(vec![
+        doc("m1", "the node restarted", "/ops"),
+        doc("m2", "the pod and the node restarted", "/ops"),
+    ])
+    .unwrap();
+    ix.commit(2).unwrap();
+    let r = ix
+        .search(&req("node pod", SearchFilters::default()))
+        .unwrap();
+    let m1 = r.hits.iter().find(|h| h.doc_id == "m1").unwrap();
+    assert_eq!(m1.matched_terms, ["node"]);
+    let m2 = r.hits.iter().find(|h| h.doc_id == "m2").unwrap();
+    assert_eq!(m2.matched_terms.len(), 2, "{m2:?}");
 }

@@ -5,34 +5,11 @@
 //! throughput, and `memory get` latency (whole process, as a user sees it).
 //! Sizes can be changed with `MEM_BENCH_N` (default 10000).
 
+mod common;
+
+use common::{mem, percentile};
 use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_mem-host");
-
-fn mem(ws: &Path, args: &[&str]) -> Vec<u8> {
-    let out = Command::new(BIN)
-        .arg("--workspace")
-        .arg(ws)
-        .args(["--format", "json"])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mem-host");
-    assert!(
-        out.status.success(),
-        "mem-host {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
 
 fn main() {
     let n: usize = std::env::var("MEM_BENCH_N")

@@ -73,6 +73,7 @@ impl FailureLog {
             Some(s) => s.clone(),
             None => self.read(plugin).unwrap_or_default(),
         };
+        stats.calls += 1;
         *stats.by_reason.entry(reason).or_insert(0) += 1;
         stats.total += 1;
         stats.consecutive += 1;
@@ -95,6 +96,7 @@ impl FailureLog {
             Some(s) => s.clone(),
             None => self.read(plugin).unwrap_or_default(),
         };
+        stats.calls += 1;
         if stats.consecutive != 0 {
             stats.consecutive = 0;
             if let Err(e) = self.write(plugin, &stats) {

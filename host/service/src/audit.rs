@@ -56,7 +56,11 @@ impl Actor {
             return format!("human:{h}");
         }
         if let Some(a) = &self.agent_id {
-            return format!("agent:{a}");
+            // An agent's name is its own claim; the token is who vouched.
+            return match &self.token_id {
+                Some(t) => format!("agent:{a} token:{t}"),
+                None => format!("agent:{a}"),
+            };
         }
         if let Some(t) = &self.token_id {
             return format!("token:{t}");

@@ -6,6 +6,7 @@
 //! backend type reaches the rules here, and a second backend (PostgreSQL,
 //! S3) needs no change in this crate.
 
+pub mod access;
 mod adapters;
 pub mod audit;
 mod budget;
@@ -20,6 +21,7 @@ pub mod processing;
 pub mod recall;
 mod records;
 pub mod schemas;
+pub mod tokens;
 pub mod types;
 
 pub use audit::{Actor, AuditEntry, AuditQuery, AuditVerification};

@@ -5,7 +5,7 @@ use mem_core::model::{FeedbackAction, Lifecycle};
 use mem_core::{ErrorCode, VPath};
 use mem_store::SledStore;
 
-fn service() -> (tempfile::TempDir, Service) {
+pub(crate) fn service() -> (tempfile::TempDir, Service) {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(&dir.path().join("store")).unwrap();
     (

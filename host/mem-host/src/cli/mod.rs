@@ -4,10 +4,12 @@
 
 mod files;
 mod govern;
+mod mcp;
 mod memory;
 pub mod output;
 mod plugin;
 mod recall;
+mod serve;
 
 use crate::workspace;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -101,6 +103,13 @@ pub enum Command {
     Model(recall::ModelCommand),
     /// Bring the search index up to date, or rebuild it with --all.
     Reindex(recall::ReindexArgs),
+    /// Serve REST (/v1), MCP over HTTP (/mcp) and /metrics until SIGTERM.
+    Serve(serve::ServeArgs),
+    /// API tokens for HTTP and MCP clients.
+    #[command(subcommand)]
+    Token(serve::TokenCommand),
+    /// MCP over stdin/stdout for agents (as the owner, or as $MEM_TOKEN).
+    Mcp,
 }
 
 #[derive(Debug, Args)]
@@ -133,6 +142,9 @@ pub fn run(cli: Cli) -> MemResult<()> {
             })
         }
         Command::Model(c) => recall::model(&out, c),
+        Command::Serve(a) => serve::serve(&ws_dir, a),
+        Command::Token(c) => serve::token(&ws_dir, &out, c),
+        Command::Mcp => mcp::mcp(&ws_dir),
         command => {
             let ws = workspace::open(&ws_dir)?;
             let svc = &ws.service;
@@ -172,7 +184,7 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 Command::Search(a) => recall::search(svc, &out, a),
                 Command::Context(a) => recall::context(svc, &out, a),
                 Command::Reindex(a) => recall::reindex(svc, &out, a),
-                Command::Model(_) => Ok(()),
+                Command::Model(_) | Command::Serve(_) | Command::Token(_) | Command::Mcp => Ok(()),
             }
         }
     }

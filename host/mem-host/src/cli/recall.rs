@@ -114,6 +114,7 @@ impl SearchArgs {
             source: self.source.clone(),
             limit: Some(self.limit),
             lexical_only: self.lexical_only,
+            ..Default::default()
         }
     }
 }
@@ -284,6 +285,7 @@ pub fn context(svc: &Service, out: &Out, a: ContextArgs) -> MemResult<()> {
         limit: a.limit,
         agent: a.agent,
         min_confidence: a.min_confidence,
+        ..Default::default()
     })?;
     out.emit(&pack, human_pack)
 }

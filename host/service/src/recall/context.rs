@@ -52,6 +52,10 @@ pub struct ContextRequest {
     pub agent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_confidence: Option<f64>,
+    /// The caller's path boundary (see [`SearchQuery::within`]).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub within: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -363,14 +367,17 @@ impl Service {
             agent: req.agent.clone(),
             source: req.source.clone(),
             limit: Some(pool),
+            within: req.within.clone(),
             ..Default::default()
         };
         let found = self.search(&q)?;
-        // The same recall without the request's filters: what they hid.
+        // The same recall without the request's filters: what they hid
+        // (never what lies outside the caller's boundary).
         let unfiltered = self.search(&SearchQuery {
             query: req.query.clone(),
             lifecycle: vec!["all".into()],
             limit: Some(pool),
+            within: req.within.clone(),
             ..Default::default()
         })?;
         let kept_ids: BTreeSet<&str> = found.hits.iter().map(|h| h.id.as_str()).collect();

@@ -71,6 +71,11 @@ pub struct SearchQuery {
     /// Skip the semantic lane.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lexical_only: bool,
+    /// The caller's path boundary (set by [`crate::access`], never by a
+    /// request body): only items below one of these folders exist for it.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub within: Vec<String>,
 }
 
 /// One search hit, resolved against the store.
@@ -208,6 +213,7 @@ pub(crate) fn filters_of(q: &SearchQuery) -> MemResult<SearchFilters> {
             .filter(|k| !k.is_empty())
             .collect(),
         path,
+        within: q.within.clone(),
         tags: q
             .tags
             .iter()

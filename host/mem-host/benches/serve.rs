@@ -1,0 +1,311 @@
+//! Load on the REST search route from loopback clients.
+//!
+//! `cargo bench -p mem-host --bench serve` builds (once, then reuses) a
+//! workspace of `MEM_BENCH_MEMORIES` memories (default 100000), starts
+//! `mem-host serve`, and drives `POST /v1/search` for `MEM_BENCH_SECS`
+//! seconds (default 10) at concurrency 1, 8 and 64, printing requests/s,
+//! p50, p99 and the error count for each.
+
+mod common;
+
+use common::{BIN, mem, percentile};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const WORDS: &[&str] = &[
+    "deploy",
+    "rollback",
+    "database",
+    "migration",
+    "schema",
+    "index",
+    "latency",
+    "budget",
+    "review",
+    "release",
+    "tuesday",
+    "friday",
+    "customer",
+    "invoice",
+    "payroll",
+    "vendor",
+    "kubernetes",
+    "cluster",
+    "node",
+    "pod",
+    "cache",
+    "redis",
+    "postgres",
+    "backup",
+    "restore",
+    "incident",
+    "pager",
+    "oncall",
+    "alert",
+    "dashboard",
+    "metric",
+    "trace",
+    "log",
+    "token",
+    "secret",
+    "rotation",
+    "certificate",
+    "expiry",
+    "domain",
+    "dns",
+    "proxy",
+    "gateway",
+    "queue",
+    "worker",
+    "retry",
+    "timeout",
+    "deadline",
+    "sprint",
+    "planning",
+    "roadmap",
+    "design",
+    "api",
+    "endpoint",
+    "client",
+    "server",
+    "mobile",
+    "android",
+    "ios",
+    "frontend",
+    "backend",
+    "test",
+    "flaky",
+    "coverage",
+    "benchmark",
+    "profile",
+    "memory",
+    "leak",
+    "thread",
+    "lock",
+    "mutex",
+    "owner",
+    "team",
+    "alice",
+    "bob",
+    "carol",
+    "dave",
+    "berlin",
+    "london",
+    "tokyo",
+    "europe",
+    "pricing",
+    "discount",
+    "contract",
+    "renewal",
+    "legal",
+    "privacy",
+    "gdpr",
+    "audit",
+    "policy",
+];
+
+/// Deterministic pseudo-random words (no dependency, same corpus each run).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) as usize
+    }
+    fn sentence(&mut self, n: usize) -> String {
+        (0..n)
+            .map(|_| WORDS[self.next() % WORDS.len()])
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn env_usize(k: &str, default: usize) -> usize {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The workspace, built once per size and reused by later runs.
+fn workspace(n: usize) -> std::path::PathBuf {
+    let ws = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-bench-{n}"));
+    if ws.join("READY").exists() {
+        println!("reusing the {n}-memory workspace");
+        return ws;
+    }
+    let _ = std::fs::remove_dir_all(&ws);
+    mem(&ws, &["init", ws.to_str().expect("utf-8 path")]);
+    let mut rng = Lcg(7);
+    let started = Instant::now();
+    const CHUNK: usize = 20_000;
+    for first in (0..n).step_by(CHUNK) {
+        let jsonl = ws.with_extension(format!("{first}.jsonl"));
+        let mut f = std::fs::File::create(&jsonl).expect("create jsonl");
+        for i in first..(first + CHUNK).min(n) {
+            let words = 8 + rng.next() % 10;
+            let kind = ["observation", "decision", "fact", "note"][i % 4];
+            let line = serde_json::json!({
+                "content": format!("{} (note {i})", rng.sentence(words)),
+                "kind": kind,
+                "path": format!("/bench/{}", i % 20),
+                "idempotency_key": format!("bench-{i}"),
+            });
+            writeln!(f, "{line}").expect("write jsonl");
+        }
+        drop(f);
+        mem(
+            &ws,
+            &["remember", "--jsonl", jsonl.to_str().expect("utf-8 path")],
+        );
+        let _ = std::fs::remove_file(&jsonl);
+        println!(
+            "  ingested {} memories ({:.0}/s)",
+            (first + CHUNK).min(n),
+            (first + CHUNK).min(n) as f64 / started.elapsed().as_secs_f64()
+        );
+    }
+    std::fs::write(ws.join("READY"), b"").expect("mark ready");
+    ws
+}
+
+fn main() {
+    let n = env_usize("MEM_BENCH_MEMORIES", 100_000);
+    let secs = env_usize("MEM_BENCH_SECS", 10) as u64;
+    let ws = workspace(n);
+    let out = mem(
+        &ws,
+        &[
+            "token",
+            "create",
+            "--name",
+            &format!("bench-{}", std::process::id()),
+            "--scope",
+            "search",
+        ],
+    );
+    let secret = serde_json::from_slice::<serde_json::Value>(&out).expect("token json")["secret"]
+        .as_str()
+        .expect("secret")
+        .to_string();
+
+    let mut server = Command::new(BIN)
+        .arg("--workspace")
+        .arg(&ws)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("MEM_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start serve");
+    let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
+    let base = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("listening on ").map(str::to_string))
+        .expect("serve printed its address");
+    std::thread::spawn(move || lines.for_each(drop));
+    let url = format!("{base}/v1/search");
+
+    let mut rng = Lcg(99);
+    let queries: Arc<Vec<Vec<u8>>> = Arc::new(
+        (0..200)
+            .map(|_| {
+                let words = 2 + rng.next() % 3;
+                serde_json::to_vec(
+                    &serde_json::json!({ "query": rng.sentence(words), "limit": 10 }),
+                )
+                .expect("query json")
+            })
+            .collect(),
+    );
+    println!("POST /v1/search on {n} memories, {secs} s per level");
+    for concurrency in [1usize, 8, 64] {
+        let stop = Arc::new(AtomicBool::new(false));
+        let times = Arc::new(Mutex::new(Vec::<Duration>::new()));
+        let errors = Arc::new(Mutex::new(0usize));
+        let threads: Vec<_> = (0..concurrency)
+            .map(|t| {
+                let (stop, times, errors, queries) =
+                    (stop.clone(), times.clone(), errors.clone(), queries.clone());
+                let (url, secret) = (url.clone(), secret.clone());
+                std::thread::spawn(move || {
+                    let agent: ureq::Agent = ureq::Agent::config_builder()
+                        .http_status_as_error(false)
+                        .timeout_global(Some(Duration::from_secs(30)))
+                        .build()
+                        .into();
+                    let mut mine = Vec::new();
+                    let mut errs = 0;
+                    let mut i = t;
+                    while !stop.load(Ordering::Relaxed) {
+                        let body = &queries[i % queries.len()];
+                        i += concurrency;
+                        let started = Instant::now();
+                        let result = agent
+                            .post(&url)
+                            .header("authorization", format!("Bearer {secret}"))
+                            .header("content-type", "application/json")
+                            .send(&body[..])
+                            .map_err(|e| e.to_string())
+                            .and_then(|mut r| {
+                                let status = r.status().as_u16();
+                                let text = r.body_mut().read_to_string().unwrap_or_default();
+                                if status == 200 {
+                                    Ok(())
+                                } else {
+                                    Err(format!("{status} {text}"))
+                                }
+                            });
+                        match result {
+                            Ok(()) => mine.push(started.elapsed()),
+                            Err(e) => {
+                                if errs == 0 && t == 0 {
+                                    eprintln!(
+                                        "  first error: {}",
+                                        e.chars().take(300).collect::<String>()
+                                    );
+                                }
+                                errs += 1;
+                            }
+                        }
+                    }
+                    times.lock().expect("times").extend(mine);
+                    *errors.lock().expect("errors") += errs;
+                })
+            })
+            .collect();
+        let started = Instant::now();
+        std::thread::sleep(Duration::from_secs(secs));
+        stop.store(true, Ordering::Relaxed);
+        for t in threads {
+            t.join().expect("client thread");
+        }
+        let took = started.elapsed().as_secs_f64();
+        let mut times = times.lock().expect("times").clone();
+        times.sort();
+        let errors = *errors.lock().expect("errors");
+        if times.is_empty() {
+            println!("concurrency {concurrency:>2}: no successful request, {errors} errors");
+            continue;
+        }
+        println!(
+            "concurrency {concurrency:>2}: {:>6} req in {took:.1} s = {:>7.1} req/s, p50 {:>6.1} ms, p99 {:>6.1} ms, errors {errors}",
+            times.len(),
+            times.len() as f64 / took,
+            percentile(&times, 0.50).as_secs_f64() * 1e3,
+            percentile(&times, 0.99).as_secs_f64() * 1e3,
+        );
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let _ = server.wait();
+}
