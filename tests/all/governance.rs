@@ -439,3 +439,202 @@ fn a_proposal_without_evidence_is_rejected_with_reasons_and_audited() {
     let m = ws.run(&["memory", "get", &review]).ok().json();
     assert_eq!(m["governance"]["approved_by"], "mem.toml gate.default");
 }
+
+/// Runs `mem-host --format json ARGS` with an empty models folder, so
+/// search is deterministically lexical.
+fn run_lexical(ws: &Ws, args: &[&str]) -> crate::support::Run {
+    let mut c = ws.cmd();
+    c.env("MEM_MODELS", ws.path("models"))
+        .arg("--format")
+        .arg("json")
+        .args(args);
+    crate::support::run_command(c, None)
+}
+
+fn search_ids(ws: &Ws, query: &str) -> Vec<String> {
+    run_lexical(ws, &["search", query]).ok().json()["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn memory_json(ws: &Ws, id: &str) -> Value {
+    ws.run(&["memory", "get", id]).ok().json()
+}
+
+fn version(ws: &Ws, id: &str) -> String {
+    memory_json(ws, id)["state_version"].to_string()
+}
+
+#[test]
+fn supersede_authority_lapses_when_the_superseder_is_archived_and_returns_on_restore() {
+    let ws = Ws::new();
+    let a = ws.remember("Invoices are kept in the blue bucket", "/billing", None);
+    let a = a["id"].as_str().unwrap().to_string();
+    assert!(search_ids(&ws, "blue").contains(&a));
+    let out = ws
+        .run(&[
+            "propose",
+            "replace",
+            &a,
+            "Invoices are kept in the green bucket",
+            "--kind",
+            "fact",
+            "--path",
+            "/billing",
+            "--source-type",
+            "ticket",
+            "--source-ref",
+            "BILL-12",
+            "--evidence",
+            "supports:the bucket was renamed in BILL-12",
+            "--idempotency-key",
+            "r1",
+        ])
+        .ok()
+        .json();
+    assert_eq!(out["proposal"]["status"], "auto_approved", "{out}");
+    let b = out["proposal"]["result_ids"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(memory_json(&ws, &a)["lifecycle"], "superseded");
+    assert!(!search_ids(&ws, "blue").contains(&a));
+    assert!(search_ids(&ws, "green").contains(&b));
+
+    // Archiving B lapses its authority: A is active and found again.
+    ws.run(&[
+        "memory",
+        "archive",
+        &b,
+        "--expected-version",
+        &version(&ws, &b),
+    ])
+    .ok();
+    assert_eq!(memory_json(&ws, &a)["lifecycle"], "active");
+    assert!(search_ids(&ws, "blue").contains(&a));
+    assert!(!search_ids(&ws, "green").contains(&b));
+
+    // Restoring B hides A again.
+    ws.run(&[
+        "memory",
+        "restore",
+        &b,
+        "--expected-version",
+        &version(&ws, &b),
+    ])
+    .ok();
+    assert_eq!(memory_json(&ws, &a)["lifecycle"], "superseded");
+    assert!(!search_ids(&ws, "blue").contains(&a));
+    assert!(search_ids(&ws, "green").contains(&b));
+
+    let audit = ws.run(&["audit", "list", "--target", &a]).ok().json();
+    let entries = audit.as_array().unwrap();
+    for entry in entries {
+        crate::schemas::assert_valid("audit-entry", entry);
+    }
+    let actions: Vec<&str> = entries
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "supersede_reinstated",
+            "supersede_lapsed",
+            "supersede",
+            "remember"
+        ]
+    );
+    assert!(
+        entries[1]["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("archived"),
+        "{}",
+        entries[1]
+    );
+    assert_eq!(ws.run(&["audit", "verify"]).ok().json()["ok"], true);
+    assert_eq!(ws.run(&["lint"]).ok().json()["status"], "ok");
+}
+
+#[test]
+fn a_queued_replace_leaves_the_old_memory_active_and_recallable() {
+    let ws = Ws::new();
+    let a = ws.remember("Backups run at midnight", "/ops", None);
+    let a = a["id"].as_str().unwrap().to_string();
+    set_config(&ws, "[gate]\ndefault = \"review\"\n");
+    let out = ws
+        .run(&[
+            "propose",
+            "replace",
+            &a,
+            "Backups run at noon",
+            "--kind",
+            "fact",
+            "--path",
+            "/ops",
+            "--source-type",
+            "ticket",
+            "--source-ref",
+            "OPS-7",
+            "--evidence",
+            "supports:the cron entry says 12:00",
+            "--idempotency-key",
+            "q1",
+        ])
+        .ok()
+        .json();
+    assert_eq!(out["proposal"]["status"], "queued", "{out}");
+    let old = memory_json(&ws, &a);
+    assert_eq!(old["lifecycle"], "active");
+    assert!(
+        old.get("relations")
+            .is_none_or(|r| r.as_array().unwrap().is_empty())
+    );
+    assert!(search_ids(&ws, "midnight").contains(&a));
+    // Nothing new was written, so nothing can be found for the new text.
+    assert!(search_ids(&ws, "noon").is_empty());
+}
+
+#[test]
+fn a_direct_remember_records_a_detected_contradiction_and_deletes_nothing() {
+    let ws = Ws::new();
+    let first = ws.remember("The staging deploy can run migrations", "/ops", None);
+    let second = ws.remember("The staging deploy cannot run migrations", "/ops", None);
+    let first = first["id"].as_str().unwrap();
+    let relations = second["relations"].as_array().unwrap();
+    assert!(
+        relations
+            .iter()
+            .any(|r| r["type"] == "conflicts_with" && r["target"] == first),
+        "{second}"
+    );
+    crate::schemas::assert_valid("memory", &second);
+    // Stored, both active, nothing hidden.
+    let stored = memory_json(&ws, second["id"].as_str().unwrap());
+    assert_eq!(stored["relations"], second["relations"]);
+    assert_eq!(stored["lifecycle"], "active");
+    assert_eq!(memory_json(&ws, first)["lifecycle"], "active");
+    assert_eq!(ws.run(&["audit", "verify"]).ok().json()["ok"], true);
+}
+
+/// The issue's own example: opposite words (works/broken), not a negation.
+#[test]
+fn works_and_broken_are_a_contradiction() {
+    let ws = Ws::new();
+    let first = ws.remember("The staging deploy works", "/ops", None);
+    let second = ws.remember("The staging deploy is broken", "/ops", None);
+    let first = first["id"].as_str().unwrap();
+    assert!(
+        second["relations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["type"] == "conflicts_with" && r["target"] == first),
+        "{second}"
+    );
+    assert_eq!(memory_json(&ws, first)["lifecycle"], "active");
+}

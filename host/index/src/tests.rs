@@ -425,3 +425,21 @@ fn matched_terms_of_an_early_hit_ignore_terms_that_start_later() {
     let m2 = r.hits.iter().find(|h| h.doc_id == "m2").unwrap();
     assert_eq!(m2.matched_terms.len(), 2, "{m2:?}");
 }
+
+#[test]
+fn a_query_naming_the_agent_favours_its_memories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    let mut by_ana = doc("m1", "the release moves to friday", "/team");
+    by_ana.agent_id = Some("ana".into());
+    let mut by_bo = doc("m2", "the release moves to friday", "/team");
+    by_bo.agent_id = Some("bo".into());
+    ix.upsert(vec![by_bo, by_ana]).unwrap();
+    ix.commit(2).unwrap();
+    for q in ["what did Ana say about the release", "ana release"] {
+        let mut r = req(q, SearchFilters::default());
+        r.semantic = false;
+        let r = ix.search(&r).unwrap();
+        assert_eq!(ids(&r), ["m1", "m2"], "{q}");
+    }
+}

@@ -470,3 +470,436 @@ fn a_proposal_with_dangling_evidence_is_rejected_and_audited() {
     let stored = svc.proposals(Some(ProposalStatus::Rejected)).unwrap();
     assert_eq!(stored.len(), 1);
 }
+
+// ---- Supersede authority -------------------------------------------------
+
+fn remember_fact(svc: &Service, content: &str, path: &str, key: &str) -> Memory {
+    svc.remember(&req(content, "fact", path, key))
+        .unwrap()
+        .memory
+        .unwrap()
+}
+
+fn replace(svc: &Service, target: &str, content: &str, key: &str) -> Memory {
+    let p = ProposalRequest {
+        op: ProposalOp::Replace,
+        targets: vec![target.to_string()],
+        memory: Some(req(content, "fact", "/api", "-")),
+        evidence: vec![],
+        reason: None,
+        idempotency_key: key.into(),
+    };
+    let out = svc.propose(&p, &agent()).unwrap();
+    assert_eq!(out.proposal.status, ProposalStatus::AutoApproved);
+    svc.memory(&out.proposal.result_ids[0]).unwrap()
+}
+
+fn lifecycle(svc: &Service, id: &str) -> Lifecycle {
+    svc.memory(id).unwrap().lifecycle
+}
+
+fn audit_actions(svc: &Service, target: &str) -> Vec<String> {
+    svc.audit_list(&AuditQuery {
+        target: Some(target.into()),
+        ..Default::default()
+    })
+    .unwrap()
+    .into_iter()
+    .map(|e| e.action)
+    .collect()
+}
+
+#[test]
+fn supersede_authority_lapses_with_its_superseder_and_comes_back_with_it() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let a = remember_fact(&svc, "the API is v1", "/api", "a");
+    let b = replace(&svc, &a.id, "the API is v2", "r1");
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Superseded);
+    let a_version = svc.memory(&a.id).unwrap().state_version;
+
+    // Archive: the authority lapses, in the same step, with its own version.
+    let b = svc.archive(&b.id, b.state_version, &owner()).unwrap();
+    let a_now = svc.memory(&a.id).unwrap();
+    assert_eq!(a_now.lifecycle, Lifecycle::Active);
+    assert_eq!(a_now.state_version, a_version + 1);
+    let actions = audit_actions(&svc, &a.id);
+    assert_eq!(actions[0], "supersede_lapsed", "{actions:?}");
+
+    // Restore: hidden again.
+    let b = svc.restore(&b.id, b.state_version, &owner()).unwrap();
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Superseded);
+    assert_eq!(audit_actions(&svc, &a.id)[0], "supersede_reinstated");
+
+    // Deprecation by feedback lapses it too.
+    let mut v = b.state_version;
+    for _ in 0..3 {
+        v = svc
+            .feedback(&b.id, FeedbackAction::NotUseful, v, &owner())
+            .unwrap()
+            .state_version;
+    }
+    assert_eq!(lifecycle(&svc, &b.id), Lifecycle::Deprecated);
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Active);
+    let b = svc.restore(&b.id, v, &owner()).unwrap();
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Superseded);
+
+    // Forgetting the superseder: the old memory is back for good.
+    svc.forget(&b.id, b.state_version, "wrong", true, &owner())
+        .unwrap();
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Active);
+
+    assert!(svc.audit_verify().unwrap().ok);
+    // The events carry every lapse: records rebuild to what is stored.
+    assert!(svc.rebuild_memories(false).unwrap().repaired.is_empty());
+    assert_eq!(svc.lint().unwrap().status, "ok");
+}
+
+#[test]
+fn a_removed_superseder_releases_its_target_and_a_chain_keeps_standing() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let a = remember_fact(&svc, "the API is v1", "/api", "a");
+    let b = replace(&svc, &a.id, "the API is v2", "r1");
+    let c = replace(&svc, &b.id, "the API is v3", "r2");
+    // A <- B <- C: archiving C brings back B only; A stays behind B.
+    let c = svc.archive(&c.id, c.state_version, &owner()).unwrap();
+    assert_eq!(lifecycle(&svc, &b.id), Lifecycle::Active);
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Superseded);
+    svc.restore(&c.id, c.state_version, &owner()).unwrap();
+    assert_eq!(lifecycle(&svc, &b.id), Lifecycle::Superseded);
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Superseded);
+    // Forgetting B, already superseded, leaves A hidden behind the chain.
+    let bv = svc.memory(&b.id).unwrap().state_version;
+    svc.forget(&b.id, bv, "typo", true, &owner()).unwrap();
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Superseded);
+
+    // A `remove` proposal of a superseder releases its target too.
+    let x = remember_fact(&svc, "the port is 80", "/api", "x");
+    let y = replace(&svc, &x.id, "the port is 8080", "r3");
+    let remove = ProposalRequest {
+        op: ProposalOp::Remove,
+        targets: vec![y.id.clone()],
+        memory: None,
+        evidence: vec![],
+        reason: Some("the proxy was rolled back".into()),
+        idempotency_key: "rm1".into(),
+    };
+    let out = svc.propose(&remove, &owner()).unwrap();
+    assert_eq!(out.proposal.status, ProposalStatus::AutoApproved);
+    assert_eq!(lifecycle(&svc, &y.id), Lifecycle::Archived);
+    assert_eq!(lifecycle(&svc, &x.id), Lifecycle::Active);
+    assert_eq!(audit_actions(&svc, &x.id)[0], "supersede_lapsed");
+    assert!(svc.audit_verify().unwrap().ok);
+    assert!(svc.rebuild_memories(false).unwrap().repaired.is_empty());
+}
+
+#[test]
+fn another_standing_superseder_keeps_the_target_hidden() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let a = remember_fact(&svc, "the API is v1", "/api", "a");
+    let b = replace(&svc, &a.id, "the API is v2", "r1");
+    let b = svc.archive(&b.id, b.state_version, &owner()).unwrap();
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Active);
+    // A is replaced again, by C, while B is archived.
+    let c = replace(&svc, &a.id, "the API is v3", "r2");
+    // Restoring B: A is already hidden (by C); nothing to do.
+    let b = svc.restore(&b.id, b.state_version, &owner()).unwrap();
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Superseded);
+    // Two active superseders of one memory: lint calls it a fork.
+    let codes: Vec<String> = svc
+        .lint()
+        .unwrap()
+        .issues
+        .into_iter()
+        .map(|i| i.code)
+        .collect();
+    assert!(codes.contains(&"supersede_fork".to_string()), "{codes:?}");
+    // Archiving C: B still stands, so A stays hidden.
+    svc.archive(&c.id, c.state_version, &owner()).unwrap();
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Superseded);
+    // Archiving B as well: nothing stands any more.
+    svc.archive(&b.id, b.state_version, &owner()).unwrap();
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Active);
+    assert!(svc.rebuild_memories(false).unwrap().repaired.is_empty());
+}
+
+#[test]
+fn restoring_a_target_behind_a_standing_superseder_keeps_it_hidden() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let a = remember_fact(&svc, "the API is v1", "/api", "a");
+    let b = replace(&svc, &a.id, "the API is v2", "r1");
+    let b = svc.archive(&b.id, b.state_version, &owner()).unwrap();
+    let a = svc
+        .archive(&a.id, svc.memory(&a.id).unwrap().state_version, &owner())
+        .unwrap();
+    // B comes back while A is archived: A is left as it is.
+    svc.restore(&b.id, b.state_version, &owner()).unwrap();
+    assert_eq!(lifecycle(&svc, &a.id), Lifecycle::Archived);
+    // A comes back while B stands: it stays superseded.
+    let a = svc.restore(&a.id, a.state_version, &owner()).unwrap();
+    assert_eq!(a.lifecycle, Lifecycle::Superseded);
+    assert_eq!(svc.lint().unwrap().status, "ok");
+}
+
+#[test]
+fn unresolved_supersedes_relations_hide_nothing_and_fail_nothing() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let f = remember_fact(&svc, "a secret", "/api", "f");
+    let f = svc
+        .forget(&f.id, f.state_version, "secret", true, &owner())
+        .unwrap();
+    let s = remember_fact(&svc, "the API is v2", "/api", "s");
+    // Hand-made relations to a missing and to a forgotten memory.
+    let mut s2 = s.clone();
+    for target in ["mem_01jdoesnotexist0000000000", f.id.as_str()] {
+        s2.relations.push(mem_core::model::Relation {
+            kind: "supersedes".into(),
+            target: target.into(),
+            score: None,
+        });
+    }
+    let mut batch = Batch::new();
+    batch.put(
+        Table::Memories,
+        s.id.clone(),
+        serde_json::to_vec(&s2).unwrap(),
+    );
+    svc.store().commit(batch, Durability::Immediate).unwrap();
+    let s = svc.archive(&s.id, s.state_version, &owner()).unwrap();
+    let s = svc.restore(&s.id, s.state_version, &owner()).unwrap();
+    svc.forget(&s.id, s.state_version, "wrong", true, &owner())
+        .unwrap();
+    assert_eq!(lifecycle(&svc, &f.id), Lifecycle::Forgotten);
+    assert!(svc.audit_verify().unwrap().ok);
+
+    // A memory left superseded with nothing standing over it (as records
+    // written before lapses were applied can be) is a lint warning.
+    let h = remember_fact(&svc, "the API is v0", "/api", "h");
+    let mut h2 = h.clone();
+    h2.lifecycle = Lifecycle::Superseded;
+    let mut batch = Batch::new();
+    batch.put(
+        Table::Memories,
+        h.id.clone(),
+        serde_json::to_vec(&h2).unwrap(),
+    );
+    svc.store().commit(batch, Durability::Immediate).unwrap();
+    let report = svc.lint().unwrap();
+    assert_eq!(report.status, "warnings");
+    assert_eq!(report.issues[0].code, "superseded_without_authority");
+    assert_eq!(report.issues[0].ids, std::slice::from_ref(&h.id));
+}
+
+#[test]
+fn a_queued_replace_hides_nothing() {
+    let mut cfg = WorkspaceConfig::default();
+    cfg.gate.kinds.insert("fact".into(), WriteMode::Review);
+    let (_d, svc) = service_with(cfg);
+    // The old memory itself is written by an approved proposal.
+    let queued = svc
+        .remember(&req("the API is v1", "fact", "/api", "a"))
+        .unwrap()
+        .proposal
+        .unwrap();
+    let a = svc
+        .review_approve(&queued.id, &owner(), None)
+        .unwrap()
+        .result_ids[0]
+        .clone();
+    let p = ProposalRequest {
+        op: ProposalOp::Replace,
+        targets: vec![a.clone()],
+        memory: Some(req("the API is v2", "fact", "/api", "-")),
+        evidence: vec![],
+        reason: None,
+        idempotency_key: "r1".into(),
+    };
+    let out = svc.propose(&p, &agent()).unwrap();
+    assert_eq!(out.proposal.status, ProposalStatus::Queued);
+    assert!(out.proposal.result_ids.is_empty());
+    let old = svc.memory(&a).unwrap();
+    assert_eq!(old.lifecycle, Lifecycle::Active);
+    assert!(old.relations.is_empty(), "{:?}", old.relations);
+    let active = svc.list_memories(&ListMemories::default()).unwrap().items;
+    assert_eq!(active.len(), 1);
+    assert_eq!(active[0].id, a);
+}
+
+// ---- Relation detection on direct writes ---------------------------------
+
+/// A plugin host with one relation detector, `conflicts`: "broken" against
+/// "works" is a conflict, the same text a duplicate, and a subject
+/// containing "crash" makes the detector fail.
+struct FakeDetector;
+
+fn not_here<T>() -> mem_core::MemResult<T> {
+    Err(mem_core::MemError::internal("not used by this test"))
+}
+
+impl PluginHost for FakeDetector {
+    fn list(&self) -> mem_core::MemResult<Vec<mem_core::plugin::PluginInfo>> {
+        not_here()
+    }
+    fn install(
+        &self,
+        _: &[u8],
+        _: &mem_core::plugin::PluginManifest,
+        _: mem_core::plugin::InstallOptions,
+    ) -> mem_core::MemResult<mem_core::plugin::PluginInfo> {
+        not_here()
+    }
+    fn inspect(&self, _: &str) -> mem_core::MemResult<mem_core::plugin::PluginInfo> {
+        not_here()
+    }
+    fn remove(&self, _: &str) -> mem_core::MemResult<()> {
+        not_here()
+    }
+    fn set_config(&self, _: mem_core::plugin::PluginsConfig) -> mem_core::MemResult<()> {
+        not_here()
+    }
+    fn config(&self) -> mem_core::plugin::PluginsConfig {
+        mem_core::plugin::PluginsConfig {
+            detectors: vec!["conflicts".into()],
+            ..Default::default()
+        }
+    }
+    fn processors_for(&self, _: &str) -> mem_core::MemResult<Vec<String>> {
+        Ok(Vec::new())
+    }
+    fn process(
+        &self,
+        _: &str,
+        _: &mem_core::plugin::FileInput,
+    ) -> mem_core::MemResult<mem_core::plugin::ProcessedFile> {
+        not_here()
+    }
+    fn select(
+        &self,
+        _: &str,
+        _: &[mem_core::plugin::SelectCandidate],
+        _: &mem_core::plugin::SelectQuery,
+        _: u32,
+    ) -> mem_core::MemResult<Vec<String>> {
+        not_here()
+    }
+    fn check_write(
+        &self,
+        _: &str,
+        _: &mem_core::plugin::ProposalInput,
+    ) -> mem_core::MemResult<mem_core::plugin::Verdict> {
+        not_here()
+    }
+    fn check_read(
+        &self,
+        _: &str,
+        _: &mem_core::plugin::ReadItem,
+        _: &mem_core::plugin::ReadRequest,
+    ) -> mem_core::MemResult<mem_core::plugin::Verdict> {
+        not_here()
+    }
+    fn detect(
+        &self,
+        _: &str,
+        subject: &mem_core::plugin::DetectItem,
+        candidates: &[mem_core::plugin::DetectItem],
+    ) -> mem_core::MemResult<Vec<mem_core::plugin::DetectedRelation>> {
+        if subject.text.contains("crash") {
+            return Err(mem_core::MemError::internal("the detector trapped"));
+        }
+        Ok(candidates
+            .iter()
+            .filter_map(|c| {
+                let kind = if c.text == subject.text {
+                    "duplicate_of"
+                } else if c.text.contains("works") && subject.text.contains("broken") {
+                    "conflicts_with"
+                } else {
+                    return None;
+                };
+                Some(mem_core::plugin::DetectedRelation {
+                    kind: kind.into(),
+                    target: c.id.clone(),
+                    score: 0.5,
+                    reason: "test".into(),
+                })
+            })
+            .collect())
+    }
+    fn import(
+        &self,
+        _: &str,
+        _: &str,
+        _: &[u8],
+    ) -> mem_core::MemResult<Vec<mem_core::plugin::AdapterEntry>> {
+        not_here()
+    }
+    fn export(
+        &self,
+        _: &str,
+        _: &str,
+        _: &[mem_core::plugin::AdapterEntry],
+    ) -> mem_core::MemResult<Vec<u8>> {
+        not_here()
+    }
+}
+
+#[test]
+fn a_direct_remember_records_detected_relations_and_survives_a_failing_detector() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let svc = svc.with_plugins(Arc::new(FakeDetector));
+    let works = remember_fact(&svc, "the staging deploy works", "/ops", "w");
+    assert!(works.relations.is_empty());
+    let broken = remember_fact(&svc, "the staging deploy is broken", "/ops", "b");
+    assert_eq!(broken.relations.len(), 1, "{:?}", broken.relations);
+    assert_eq!(broken.relations[0].kind, "conflicts_with");
+    assert_eq!(broken.relations[0].target, works.id);
+    // Stored, not just returned; nothing hidden.
+    assert_eq!(svc.memory(&broken.id).unwrap().relations, broken.relations);
+    assert_eq!(lifecycle(&svc, &works.id), Lifecycle::Active);
+    assert_eq!(lifecycle(&svc, &broken.id), Lifecycle::Active);
+    let reasons = newest_audit_reasons(&svc, &broken.id);
+    assert!(
+        reasons.iter().any(|r| r.starts_with("conflicts_with")),
+        "{reasons:?}"
+    );
+    // A replayed write is not detected again.
+    let again = svc
+        .remember(&req("the staging deploy is broken", "fact", "/ops", "b"))
+        .unwrap();
+    assert!(again.replayed);
+    assert_eq!(again.memory.unwrap().relations, broken.relations);
+
+    // Another scope is not compared.
+    let elsewhere = remember_fact(&svc, "the staging deploy works", "/other", "e");
+    assert!(elsewhere.relations.is_empty());
+    // A duplicate in the same scope is recorded as such.
+    let dup = remember_fact(&svc, "the staging deploy works", "/ops", "d");
+    assert_eq!(dup.relations[0].kind, "duplicate_of");
+
+    // A failing detector does not fail the write; the audit entry says so.
+    let crashed = remember_fact(&svc, "this makes the detector crash", "/ops", "c");
+    assert!(crashed.relations.is_empty());
+    let reasons = newest_audit_reasons(&svc, &crashed.id);
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("detector:conflicts failed")),
+        "{reasons:?}"
+    );
+
+    // Bulk writes skip detection.
+    let bulk = svc.remember_many(&[req("the staging deploy is broken", "fact", "/ops", "m1")]);
+    let m = bulk[0].as_ref().unwrap().memory.clone().unwrap();
+    assert!(m.relations.is_empty());
+    assert!(svc.audit_verify().unwrap().ok);
+}
+
+/// The reasons of the newest audit entry about `id`.
+fn newest_audit_reasons(svc: &Service, id: &str) -> Vec<String> {
+    svc.audit_list(&AuditQuery {
+        target: Some(id.to_string()),
+        ..Default::default()
+    })
+    .unwrap()
+    .swap_remove(0)
+    .reasons
+}

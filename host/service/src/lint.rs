@@ -4,6 +4,7 @@
 //! records from the event log.
 
 use crate::Service;
+use crate::gate::authority::{self, SUPERSEDES};
 use crate::records::{decode, encode, scan_all};
 use mem_core::model::{Event, Lifecycle, Memory};
 use mem_core::store::{Batch, Durability, Log, Table};
@@ -24,7 +25,8 @@ pub enum Severity {
 pub struct LintIssue {
     pub severity: Severity,
     /// `duplicate_memory`, `dangling_relation`, `supersede_cycle`,
-    /// `supersede_fork`, `schema_violation`, `unknown_type`.
+    /// `supersede_fork`, `superseded_without_authority`,
+    /// `schema_violation`, `unknown_type`.
     pub code: String,
     pub message: String,
     pub ids: Vec<String>,
@@ -113,31 +115,57 @@ impl Service {
                 Ok(_) => {}
             }
         }
-        // Supersede graph: target -> superseders that are active.
-        let mut superseders: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        // Supersede graph: target -> every memory claiming to supersede it.
+        // Only a superseder that is active hides its target, and only when
+        // the target resolves (exists, not forgotten): see `gate::authority`.
+        let mut superseders: BTreeMap<&str, Vec<&Memory>> = BTreeMap::new();
         for m in &all {
-            for r in m.relations.iter().filter(|r| r.kind == "supersedes") {
-                if m.lifecycle == Lifecycle::Active {
-                    superseders
-                        .entry(r.target.as_str())
-                        .or_default()
-                        .push(&m.id);
+            for r in m.relations.iter().filter(|r| r.kind == SUPERSEDES) {
+                let resolves = by_id
+                    .get(r.target.as_str())
+                    .is_some_and(|t| t.lifecycle != Lifecycle::Forgotten && t.id != m.id);
+                if resolves {
+                    superseders.entry(r.target.as_str()).or_default().push(m);
                 }
             }
         }
         for (target, by) in &superseders {
-            if by.len() > 1 {
+            let active: Vec<&str> = by
+                .iter()
+                .filter(|s| s.lifecycle == Lifecycle::Active)
+                .map(|s| s.id.as_str())
+                .collect();
+            if active.len() > 1 {
                 issues.push(issue(
                     Severity::Error,
                     "supersede_fork",
                     format!(
                         "{target} is superseded by {} active memories: {}",
-                        by.len(),
-                        by.join(", ")
+                        active.len(),
+                        active.join(", ")
                     ),
                     std::iter::once(target.to_string())
-                        .chain(by.iter().map(|s| s.to_string()))
+                        .chain(active.iter().map(|s| s.to_string()))
                         .collect(),
+                ));
+            }
+        }
+        // Hidden with no standing superseder: the authority lapsed without
+        // the target coming back (records from before lapses were applied,
+        // or edited by hand).
+        for m in all.iter().filter(|m| m.lifecycle == Lifecycle::Superseded) {
+            let held = superseders
+                .get(m.id.as_str())
+                .is_some_and(|by| by.iter().any(|s| authority::stands(s)));
+            if !held {
+                issues.push(issue(
+                    Severity::Warning,
+                    "superseded_without_authority",
+                    format!(
+                        "{} is superseded, but no active (or itself superseded) memory supersedes it",
+                        m.id
+                    ),
+                    vec![m.id.clone()],
                 ));
             }
         }
@@ -148,7 +176,7 @@ impl Service {
             while let Some(next) = current
                 .relations
                 .iter()
-                .find(|r| r.kind == "supersedes")
+                .find(|r| r.kind == SUPERSEDES)
                 .and_then(|r| by_id.get(r.target.as_str()))
             {
                 if let Some(pos) = path.iter().position(|id| *id == next.id) {

@@ -6,12 +6,13 @@ use crate::Service;
 use crate::audit::{Actor, AuditDraft};
 use crate::budget::UsageChange;
 use crate::config::{RememberRoute, WriteMode};
+use crate::gate::authority;
 use crate::gate::{ProposalOp, ProposalRequest};
 use crate::records::{Stored, decode, encode, load, push_event, transact};
 use mem_core::hash::sha256_hex;
 use mem_core::id::{self, new_id};
 use mem_core::model::{
-    FeedbackAction, FileRecord, Governance, Lifecycle, Memory, Provenance, Tombstone,
+    FeedbackAction, FileRecord, Governance, Lifecycle, Memory, Provenance, Relation, Tombstone,
 };
 use mem_core::store::{Batch, Durability, Scan, Table};
 use mem_core::time::{Timestamp, now, parse_rfc3339};
@@ -106,6 +107,14 @@ struct Normalized<'a> {
     provenance: &'a Provenance,
     confidence: Option<f64>,
     attributes: &'a BTreeMap<String, String>,
+}
+
+/// What the relation detectors said about a direct write.
+#[derive(Debug, Clone, Default)]
+struct Detected {
+    relations: Vec<Relation>,
+    /// Audit reasons: each relation recorded, each detector that failed.
+    notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -252,17 +261,23 @@ impl Service {
     }
 
     pub fn remember_as(&self, req: &RememberRequest, actor: &Actor) -> MemResult<RememberOutcome> {
-        let out = self.remember_with(req, Durability::Immediate, actor)?;
+        let out = self.remember_with(req, Durability::Immediate, actor, true)?;
         self.after_memory_write()?;
         Ok(out)
     }
 
     /// Remembers many; each line succeeds or fails on its own, and every
     /// success is durable before this returns.
+    ///
+    /// Bulk writes skip relation detection: comparing each line with every
+    /// memory already in its scope makes an import into one scope O(n²)
+    /// in store reads and plugin calls. A gated line (review policy, or
+    /// `remember = "gate"`) still goes through the gate's detectors; `lint`
+    /// reports verbatim duplicates either way.
     pub fn remember_many(&self, reqs: &[RememberRequest]) -> Vec<MemResult<RememberOutcome>> {
         let results: Vec<_> = reqs
             .iter()
-            .map(|r| self.remember_with(r, Durability::Deferred, &actor_of(r)))
+            .map(|r| self.remember_with(r, Durability::Deferred, &actor_of(r), false))
             .collect();
         let flushed = self
             .store()
@@ -283,6 +298,7 @@ impl Service {
         req: &RememberRequest,
         durability: Durability,
         actor: &Actor,
+        detect: bool,
     ) -> MemResult<RememberOutcome> {
         let denied = |e: &MemError| AuditDraft {
             actor: actor.clone(),
@@ -294,7 +310,7 @@ impl Service {
             verdict_source: "host".into(),
             reasons: vec![format!("{}: {}", e.code.as_str(), e.message)],
         };
-        let result = self.remember_checked(req, durability, actor);
+        let result = self.remember_checked(req, durability, actor, detect);
         match result {
             Err(e)
                 if e.code != ErrorCode::WriteRejected
@@ -307,11 +323,13 @@ impl Service {
         }
     }
 
+    /// `detect`: run the workspace's relation detectors on a direct write.
     fn remember_checked(
         &self,
         req: &RememberRequest,
         durability: Durability,
         actor: &Actor,
+        detect: bool,
     ) -> MemResult<RememberOutcome> {
         let (template, request_sha) = self.prepare_memory(req)?;
         let key = match field("idempotency_key", &req.idempotency_key)? {
@@ -389,6 +407,15 @@ impl Service {
                 proposal: Some(outcome.proposal),
             });
         }
+        // Detectors run once, outside the transaction (a retry reuses their
+        // answer), and not for a replay of an earlier write.
+        let detected = if detect
+            && load::<IdempotencyRecord>(store, Table::Idempotency, &key_hash)?.is_none()
+        {
+            self.detect_relations(&template)
+        } else {
+            Detected::default()
+        };
         transact(store, durability, || {
             let mut batch = Batch::new();
             if let Some(rec) = load::<IdempotencyRecord>(store, Table::Idempotency, &key_hash)? {
@@ -414,6 +441,7 @@ impl Service {
             }
             let mut memory = template.clone();
             memory.id = new_id(id::MEMORY);
+            memory.relations = detected.relations.clone();
             memory.governance = Some(Governance {
                 proposal_id: None,
                 proposed_by: actor.label(),
@@ -440,7 +468,7 @@ impl Service {
                     after_sha256: Some(memory.content_sha256.clone()),
                     verdict: "applied".into(),
                     verdict_source: format!("mem.toml {rule}"),
-                    reasons: Vec::new(),
+                    reasons: detected.notes.clone(),
                 }],
             )?;
             Ok((
@@ -452,6 +480,52 @@ impl Service {
                 },
             ))
         })
+    }
+
+    /// Runs the workspace's relation detectors on a direct write, against
+    /// the active memories of its scope (the candidates the gate uses), and
+    /// keeps the `conflicts_with` and `duplicate_of` relations they find.
+    /// Nothing is deleted or hidden. A failing detector (or a failure to
+    /// read the candidates) never fails the write: it becomes a note in
+    /// the write's audit entry.
+    fn detect_relations(&self, m: &Memory) -> Detected {
+        let mut out = Detected::default();
+        let findings = match self.conflict_findings(m, &[]) {
+            Ok(f) => f,
+            Err(e) => {
+                out.notes.push(format!(
+                    "relation detection skipped: {}: {}",
+                    e.code.as_str(),
+                    e.message
+                ));
+                return out;
+            }
+        };
+        for f in findings {
+            match (&f.target, f.code.as_str()) {
+                (Some(target), "conflicts_with" | "duplicate_of") => {
+                    if out
+                        .relations
+                        .iter()
+                        .any(|r| r.kind == f.code && &r.target == target)
+                    {
+                        continue;
+                    }
+                    out.notes
+                        .push(format!("{} {target} ({}): {}", f.code, f.source, f.message));
+                    out.relations.push(Relation {
+                        kind: f.code.clone(),
+                        target: target.clone(),
+                        score: f.score.map(f64::from),
+                    });
+                }
+                (_, "plugin_failed") => out
+                    .notes
+                    .push(format!("{} failed: {}", f.source, f.message)),
+                _ => {}
+            }
+        }
+        out
     }
 
     /// Stages a new memory (with a content blob taken by `put_blob` first,
@@ -590,13 +664,23 @@ impl Service {
             }
             let before = stored.value.clone();
             let mut m = before.clone();
-            let data = change(&mut m)?;
+            let mut data = change(&mut m)?;
             m.state_version += 1;
             m.updated_at = now();
             let mut batch = Batch::new();
+            // Coming back while a standing memory supersedes it: it stays
+            // hidden behind that one.
+            if m.lifecycle == Lifecycle::Active
+                && !authority::stands(&before)
+                && let Some(by) = self.standing_superseder(&mut batch, &m, "")?
+            {
+                m.lifecycle = Lifecycle::Superseded;
+                if let Some(obj) = data.as_object_mut() {
+                    obj.insert("superseded_by".into(), json!(by));
+                }
+            }
             let mut usage = UsageChange::new();
             usage.transition(&before, &m);
-            self.apply_usage(&mut batch, &usage)?;
             batch.expect(Table::Memories, id, Some(stored.raw));
             batch.put(Table::Memories, id, encode(&m)?);
             if m.lifecycle == Lifecycle::Forgotten {
@@ -604,28 +688,37 @@ impl Service {
                 batch.blob_ref(before.content_sha256.clone(), -1);
             }
             self.stage_memory_event(&mut batch, action, &m, data.clone())?;
-            let verb = action.trim_start_matches("memory.");
-            self.seal_audit(
+            // What it superseded lapses (or is hidden again) in the same batch.
+            let lapses = self.stage_supersede_authority(
                 &mut batch,
-                vec![AuditDraft {
-                    actor: actor.clone(),
-                    action: verb.to_string(),
-                    target: id.to_string(),
-                    before_sha256: before
-                        .content
-                        .as_ref()
-                        .map(|_| before.content_sha256.clone()),
-                    after_sha256: m.content.as_ref().map(|_| m.content_sha256.clone()),
-                    verdict: "applied".into(),
-                    verdict_source: actor.label(),
-                    reasons: data
-                        .get("reason")
-                        .and_then(|r| r.as_str())
-                        .map(str::to_string)
-                        .into_iter()
-                        .collect(),
-                }],
+                &mut usage,
+                &before,
+                &m,
+                actor,
+                &actor.label(),
             )?;
+            self.apply_usage(&mut batch, &usage)?;
+            let verb = action.trim_start_matches("memory.");
+            let mut drafts = vec![AuditDraft {
+                actor: actor.clone(),
+                action: verb.to_string(),
+                target: id.to_string(),
+                before_sha256: before
+                    .content
+                    .as_ref()
+                    .map(|_| before.content_sha256.clone()),
+                after_sha256: m.content.as_ref().map(|_| m.content_sha256.clone()),
+                verdict: "applied".into(),
+                verdict_source: actor.label(),
+                reasons: data
+                    .get("reason")
+                    .and_then(|r| r.as_str())
+                    .map(str::to_string)
+                    .into_iter()
+                    .collect(),
+            }];
+            drafts.extend(lapses);
+            self.seal_audit(&mut batch, drafts)?;
             Ok((batch, m))
         })?;
         self.after_memory_write()?;

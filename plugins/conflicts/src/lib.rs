@@ -47,6 +47,10 @@ const OPPOSITES: &[(&str, &str)] = &[
     ("include", "exclude"),
     ("increase", "decrease"),
     ("before", "after"),
+    ("works", "broken"),
+    ("working", "broken"),
+    ("like", "dislike"),
+    ("likes", "dislikes"),
 ];
 
 /// The comparable view of a text.
@@ -247,6 +251,16 @@ mod tests {
     fn opposite_words_conflict() {
         let s = item("s", "Always enable telemetry in production builds");
         let c = vec![item("o", "Always disable telemetry in production builds")];
+        assert_eq!(
+            kinds(&relate(&s, &c, Thresholds::default())),
+            vec![("conflicts_with", "o")]
+        );
+    }
+
+    #[test]
+    fn works_and_broken_conflict() {
+        let s = item("s", "The staging deploy is broken");
+        let c = vec![item("o", "The staging deploy works")];
         assert_eq!(
             kinds(&relate(&s, &c, Thresholds::default())),
             vec![("conflicts_with", "o")]

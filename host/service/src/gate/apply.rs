@@ -1,6 +1,7 @@
 //! Applying an approved proposal, and asking the workspace's plugins
 //! (write policies, relation detectors) for their findings.
 
+use super::authority::{SUPERSEDED_BY, SUPERSEDES};
 use super::{Finding, Proposal, ProposalOp, finding};
 use crate::Service;
 use crate::audit::{Actor, AuditDraft};
@@ -60,7 +61,7 @@ impl Service {
                 (Some(nid), _) => {
                     after.lifecycle = Lifecycle::Superseded;
                     after.relations.push(Relation {
-                        kind: "superseded_by".into(),
+                        kind: SUPERSEDED_BY.into(),
                         target: nid.clone(),
                         score: None,
                     });
@@ -97,6 +98,10 @@ impl Service {
                 verdict_source: decided_by.into(),
                 reasons: vec![format!("proposal {}", p.id)],
             });
+            // A removed memory stops hiding what it superseded.
+            audit.extend(self.stage_supersede_authority(
+                batch, &mut usage, &before, &after, approver, decided_by,
+            )?);
         }
         if let (Some(template), Some(nid)) = (&p.memory, new_id) {
             let mut m = template.clone();
@@ -106,7 +111,7 @@ impl Service {
             m.updated_at = at;
             for t in &p.targets {
                 m.relations.push(Relation {
-                    kind: "supersedes".into(),
+                    kind: SUPERSEDES.into(),
                     target: t.clone(),
                     score: None,
                 });
@@ -261,7 +266,7 @@ impl Service {
     /// Relation detectors compare the new memory with active memories in
     /// its scope. A contradiction sends the write to review; nothing is
     /// deleted either way.
-    pub(super) fn conflict_findings(
+    pub(crate) fn conflict_findings(
         &self,
         m: &Memory,
         targets: &[Memory],

@@ -9,6 +9,7 @@
 //! Surfaces cannot bypass it: it sits in the service, below all of them.
 
 mod apply;
+pub(crate) mod authority;
 mod review;
 
 pub use review::{EvidenceView, ReviewItem};

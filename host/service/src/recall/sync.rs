@@ -89,9 +89,10 @@ impl Service {
         self.recall.index.as_deref()
     }
 
-    /// The memory written just before `m` in the same scope: the context a
-    /// conversational or session memory is read in.
-    fn previous_in_scope(&self, m: &Memory) -> MemResult<Option<String>> {
+    /// The memory written just before (`before`) or after `m` in the same
+    /// scope, if any and not forgotten: the context a conversational or
+    /// session memory is read in.
+    fn neighbour_in_scope(&self, m: &Memory, before: bool) -> MemResult<Option<Memory>> {
         let prefix = format!("{}\0", m.path.as_str());
         let after = format!("{prefix}{}", m.id);
         let page = self.store().scan(
@@ -100,7 +101,7 @@ impl Service {
                 prefix: &prefix,
                 after: Some(&after),
                 limit: 1,
-                reverse: true,
+                reverse: before,
             },
         )?;
         let Some((key, _)) = page.into_iter().next() else {
@@ -110,8 +111,38 @@ impl Service {
             return Ok(None);
         };
         Ok(load::<Memory>(self.store(), Table::Memories, id)?
-            .filter(|p| p.value.lifecycle != Lifecycle::Forgotten)
-            .and_then(|p| p.value.content))
+            .map(|p| p.value)
+            .filter(|p| p.lifecycle != Lifecycle::Forgotten))
+    }
+
+    /// The neighbours of the memories among `targets`: a memory written,
+    /// changed or forgotten changes their indexed context too.
+    fn neighbours_of(&self, targets: &BTreeSet<String>) -> MemResult<BTreeSet<String>> {
+        let mut out = BTreeSet::new();
+        for id in targets {
+            let Some(m) = load::<Memory>(self.store(), Table::Memories, id)? else {
+                continue;
+            };
+            for before in [true, false] {
+                if let Some(n) = self.neighbour_in_scope(&m.value, before)? {
+                    out.insert(n.id);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Both neighbours' text, the indexed context of `m`.
+    fn neighbour_context(&self, m: &Memory) -> MemResult<Option<String>> {
+        let parts: Vec<String> = [true, false]
+            .into_iter()
+            .map(|before| self.neighbour_in_scope(m, before))
+            .collect::<MemResult<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .filter_map(|n| n.content)
+            .collect();
+        Ok((!parts.is_empty()).then(|| parts.join("\n")))
     }
 
     fn target_of(&self, record_id: &str) -> MemResult<Option<Target>> {
@@ -119,7 +150,7 @@ impl Service {
             let context = if m.value.lifecycle == Lifecycle::Forgotten {
                 None
             } else {
-                self.previous_in_scope(&m.value)?
+                self.neighbour_context(&m.value)?
             };
             return Ok(Some(match memory_doc(&m.value, context) {
                 Some(d) => Target::Upsert(vec![d]),
@@ -184,6 +215,8 @@ impl Service {
                     targets.insert(ev.target);
                 }
             }
+            let neighbours = self.neighbours_of(&targets)?;
+            targets.extend(neighbours);
             self.apply(index, &targets)?;
             index.commit(last)?;
             applied += page.len() as u64;

@@ -114,7 +114,8 @@ fn a_lost_index_is_rebuilt_and_a_lagging_one_replays() {
     let b = bare.remember(&RememberRequest {
         content: "beta pictoris visit".into(),
         kind: "note".into(),
-        path: "/a".into(),
+        // Another scope: in /a it would be `a`'s neighbouring context.
+        path: "/b".into(),
         idempotency_key: Some("b".into()),
         ..Default::default()
     });
@@ -354,4 +355,40 @@ fn context_read_gate_rejects_low_confidence() {
             .any(|r| r.id == m.id && r.rule == "confidence")
     );
     assert!(pack.context.iter().all(|i| i.id != m.id));
+}
+
+#[test]
+fn neighbours_are_context_and_a_forgotten_neighbour_leaves_it_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    let q = remember(
+        &svc,
+        "Where did you hide the spare key?",
+        "observation",
+        "/chat",
+    )
+    .unwrap()
+    .memory
+    .unwrap();
+    // Written later: the earlier memory's context gains it (re-indexed).
+    let a = remember(&svc, "Under the blue flowerpot.", "observation", "/chat")
+        .unwrap()
+        .memory
+        .unwrap();
+    remember(&svc, "Unrelated: lunch at noon.", "observation", "/other").unwrap();
+    // Each is found through the other's words, its own first.
+    let hits = search(&svc, "spare key");
+    assert_eq!(hits, [q.id.clone(), a.id.clone()]);
+    let hits = search(&svc, "flowerpot");
+    assert_eq!(hits, [a.id.clone(), q.id.clone()]);
+    // Forgetting the answer purges its words from its neighbour's context too.
+    svc.forget(
+        &a.id,
+        a.state_version,
+        "asked",
+        true,
+        &crate::Actor::owner(),
+    )
+    .unwrap();
+    assert!(search(&svc, "flowerpot").is_empty());
 }
