@@ -4,7 +4,9 @@
 //! workspace of `MEM_BENCH_MEMORIES` memories (default 100000), starts
 //! `mem-host serve`, and drives `POST /v1/search` for `MEM_BENCH_SECS`
 //! seconds (default 10) at concurrency 1, 8 and 64, printing requests/s,
-//! p50, p99 and the error count for each.
+//! p50, p99 and the error count for each; then the sequential p50/p99 of
+//! lexical-only search, hybrid search and context packs over
+//! `MEM_BENCH_QUERIES` queries (default 1000).
 
 mod common;
 
@@ -300,6 +302,62 @@ fn main() {
             "concurrency {concurrency:>2}: {:>6} req in {took:.1} s = {:>7.1} req/s, p50 {:>6.1} ms, p99 {:>6.1} ms, errors {errors}",
             times.len(),
             times.len() as f64 / took,
+            percentile(&times, 0.50).as_secs_f64() * 1e3,
+            percentile(&times, 0.99).as_secs_f64() * 1e3,
+        );
+    }
+    // Sequential latency of each recall operation, as one agent sees it.
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let n_seq = env_usize("MEM_BENCH_QUERIES", 1000);
+    for (label, path, extra) in [
+        (
+            "search, lexical only",
+            "/v1/search",
+            serde_json::json!({ "lexical_only": true, "limit": 10 }),
+        ),
+        (
+            "search, hybrid",
+            "/v1/search",
+            serde_json::json!({ "limit": 10 }),
+        ),
+        (
+            "context pack",
+            "/v1/context",
+            serde_json::json!({ "max_chars": 4000 }),
+        ),
+    ] {
+        let mut times = Vec::with_capacity(n_seq);
+        let mut errors = 0;
+        for i in 0..n_seq {
+            let mut body = extra.clone();
+            body["query"] = serde_json::Value::String(rng.sentence(2 + i % 3));
+            let started = Instant::now();
+            let ok = agent
+                .post(format!("{base}{path}"))
+                .header("authorization", format!("Bearer {secret}"))
+                .header("content-type", "application/json")
+                .send(serde_json::to_vec(&body).expect("json"))
+                .map(|mut r| {
+                    let _ = r.body_mut().read_to_vec();
+                    r.status().as_u16() == 200
+                })
+                .unwrap_or(false);
+            if ok {
+                times.push(started.elapsed());
+            } else {
+                errors += 1;
+            }
+        }
+        times.sort();
+        if times.is_empty() {
+            println!("{label}: every request failed ({errors})");
+            continue;
+        }
+        println!(
+            "{label:<22} ({n_seq} sequential): p50 {:>6.1} ms, p99 {:>6.1} ms, errors {errors}",
             percentile(&times, 0.50).as_secs_f64() * 1e3,
             percentile(&times, 0.99).as_secs_f64() * 1e3,
         );
