@@ -191,6 +191,52 @@ fn rest_writes_are_idempotent_and_errors_are_structured() {
     );
     assert_eq!(content.text, "# Title\n\nbody\n");
 
+    // Writes without idempotency of their own replay their first answer.
+    let upload = |key: &str, bytes: &'static [u8]| {
+        let r = a
+            .post(srv.url("/v1/files?path=/notes/b.txt"))
+            .header("authorization", format!("Bearer {admin}"))
+            .header("idempotency-key", key)
+            .send(bytes)
+            .unwrap();
+        let status = r.status().as_u16();
+        let body: Value = serde_json::from_str(&r.into_body().read_to_string().unwrap()).unwrap();
+        (status, body)
+    };
+    let (s1, b1) = upload("up-1", b"first");
+    assert_eq!(s1, 201, "{b1}");
+    let (s2, b2) = upload("up-1", b"first");
+    assert_eq!(s2, 200, "a retry is not `already_exists`: {b2}");
+    assert_eq!(b2["replayed"], true);
+    assert_eq!(b2["file"], b1["file"]);
+    let (s3, b3) = upload("up-1", b"other bytes");
+    assert_eq!(s3, 409);
+    assert_eq!(b3["code"], "idempotency_conflict");
+    let mk = json!({ "path": "/made", "parents": true });
+    let r = send(
+        &a,
+        "POST",
+        &srv.url("/v1/folders"),
+        Some(&admin),
+        Some(&mk),
+        &[("idempotency-key", "mk")],
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = send(
+        &a,
+        "POST",
+        &srv.url("/v1/folders"),
+        Some(&admin),
+        Some(&mk),
+        &[("idempotency-key", "mk")],
+    );
+    assert_eq!(
+        (r.status, &r.body["replayed"]),
+        (200, &json!(true)),
+        "{}",
+        r.text
+    );
+
     // Metrics count requests per route template.
     let m = send(&a, "GET", &srv.url("/metrics"), None, None, &[]);
     assert_eq!(m.status, 200);

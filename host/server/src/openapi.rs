@@ -97,6 +97,11 @@ impl RouteDoc {
         self.idempotent = true;
         self
     }
+    /// A write without idempotency of its own: it takes an optional
+    /// `Idempotency-Key` handled by the server's reply store.
+    pub fn replayable(&self) -> bool {
+        self.method != "get" && !self.idempotent
+    }
     /// Answers with raw bytes rather than JSON.
     pub fn raw_response(mut self) -> Self {
         self.response = None;
@@ -116,6 +121,13 @@ impl RouteDoc {
             params.push(json!({
                 "name": "Idempotency-Key", "in": "header", "required": true,
                 "description": "Same key and request: the original result, 200 and replayed=true. Same key, different request: 409 idempotency_conflict.",
+                "schema": { "type": "string" }
+            }));
+        }
+        if self.replayable() {
+            params.push(json!({
+                "name": "Idempotency-Key", "in": "header", "required": false,
+                "description": "Optional. The first successful answer is kept: the same key and request again answers 200 with replayed=true; the same key with a different request is 409 idempotency_conflict.",
                 "schema": { "type": "string" }
             }));
         }

@@ -18,6 +18,7 @@ use mem_service::access::{Access, Caller, Scope};
 use mem_service::{ListMemories, PutFile, RememberRequest, Service};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -471,6 +472,90 @@ async fn export(
         .into_response())
 }
 
+/// `Idempotency-Key` on writes the service does not dedupe itself: the
+/// first successful answer is kept and replayed (200, `replayed: true`);
+/// the same key with a different request is 409 `idempotency_conflict`.
+/// Without the header the write simply runs.
+async fn replayable(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(key) = req
+        .headers()
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+    else {
+        return next.run(req).await;
+    };
+    let caller = req
+        .extensions()
+        .get::<Access>()
+        .and_then(|a| a.token_id().map(str::to_string))
+        .unwrap_or_else(|| "owner".into());
+    let (parts, body) = req.into_parts();
+    let limit = st.opts.file_body_limit.max(st.opts.json_body_limit);
+    let bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(b) => b,
+        Err(_) => {
+            return ApiError(
+                MemError::new(ErrorCode::PayloadTooLarge, "request body is too large")
+                    .with_hint("split the request, or raise the limit with `serve --max-body`"),
+            )
+            .into_response();
+        }
+    };
+    let mut fingerprint = format!("{} {}\n", parts.method, parts.uri).into_bytes();
+    fingerprint.extend_from_slice(&bytes);
+    let request_sha = mem_core::hash::sha256_hex(&fingerprint);
+    let svc = st.svc.clone();
+    let (c, k) = (caller.clone(), key.clone());
+    let stored = match tokio::task::spawn_blocking(move || svc.stored_reply(&c, &k)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return ApiError(e).into_response(),
+        Err(e) => return ApiError(MemError::internal(e.to_string())).into_response(),
+    };
+    if let Some(reply) = stored {
+        if reply.request_sha256 != request_sha {
+            return ApiError(
+                MemError::new(
+                    ErrorCode::IdempotencyConflict,
+                    "this Idempotency-Key was used for a different request",
+                )
+                .with_hint(
+                    "use a new key for a new write; reuse a key only to retry the same request",
+                ),
+            )
+            .into_response();
+        }
+        let mut body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+        if let Some(o) = body.as_object_mut() {
+            o.insert("replayed".into(), Value::Bool(true));
+        }
+        return (StatusCode::OK, Json(body)).into_response();
+    }
+    let resp = next
+        .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await;
+    if !resp.status().is_success() {
+        return resp;
+    }
+    let (rparts, rbody) = resp.into_parts();
+    let Ok(out) = axum::body::to_bytes(rbody, usize::MAX).await else {
+        return ApiError(MemError::internal("cannot buffer the response")).into_response();
+    };
+    let svc = st.svc.clone();
+    let (status, kept) = (rparts.status.as_u16(), out.to_vec());
+    match tokio::task::spawn_blocking(move || {
+        svc.store_reply(&caller, &key, request_sha, status, kept)
+    })
+    .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e.message, "cannot keep an idempotent reply"),
+        Err(e) => tracing::warn!(error = %e, "cannot keep an idempotent reply"),
+    }
+    Response::from_parts(rparts, axum::body::Body::from(out))
+}
+
 // ------------------------------------------------------------------ table
 
 fn r(doc: RouteDoc, handler: MethodRouter<AppState>) -> (RouteDoc, MethodRouter<AppState>) {
@@ -855,7 +940,11 @@ pub(crate) fn app(state: AppState, cancel: tokio_util::sync::CancellationToken) 
             Body::Bytes => state.opts.file_body_limit,
             _ => state.opts.json_body_limit,
         };
-        api = api.route(doc.path, handler.layer(DefaultBodyLimit::max(limit)));
+        let mut handler = handler.layer(DefaultBodyLimit::max(limit));
+        if doc.replayable() {
+            handler = handler.layer(middleware::from_fn_with_state(state.clone(), replayable));
+        }
+        api = api.route(doc.path, handler);
         docs.push(doc);
     }
     let spec = Arc::new(openapi::document(&docs));

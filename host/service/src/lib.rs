@@ -20,6 +20,7 @@ mod mime;
 pub mod processing;
 pub mod recall;
 mod records;
+pub mod replay;
 pub mod schemas;
 pub mod tokens;
 pub mod types;
