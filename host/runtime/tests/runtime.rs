@@ -30,10 +30,22 @@ impl Ws {
     }
 
     fn open(&self, config: PluginsConfig) -> (WasmPluginHost, Arc<dyn Store>) {
+        self.open_with(config, None)
+    }
+
+    fn open_with(
+        &self,
+        config: PluginsConfig,
+        embedder: Option<Arc<dyn mem_core::index::Embedder>>,
+    ) -> (WasmPluginHost, Arc<dyn Store>) {
         let store = self.store();
-        let host =
-            WasmPluginHost::open(self.dir.path().join("plugins"), store.clone(), config, None)
-                .unwrap();
+        let host = WasmPluginHost::open(
+            self.dir.path().join("plugins"),
+            store.clone(),
+            config,
+            embedder,
+        )
+        .unwrap();
         (host, store)
     }
 }
@@ -581,4 +593,56 @@ fn remove_and_reinstall() {
     assert!(!Path::new(&ws.dir.path().join("plugins/text")).exists());
     install_bundled(&host, "text");
     assert_eq!(host.list().unwrap().len(), 1);
+}
+
+/// A deterministic stand-in for the ONNX model: the embed import's
+/// plumbing and grant are under test here, not the model.
+struct CountingEmbedder;
+
+impl mem_core::index::Embedder for CountingEmbedder {
+    fn model_id(&self) -> &str {
+        "counting-4"
+    }
+    fn dimensions(&self) -> usize {
+        4
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, mem_core::index::IndexError> {
+        Ok(texts
+            .iter()
+            .map(|t| vec![t.len() as f32, 0.0, 0.0, 0.0])
+            .collect())
+    }
+}
+
+#[test]
+fn embed_reaches_the_host_model_only_when_granted() {
+    let ws = Ws::new();
+    let (host, _) = ws.open_with(PluginsConfig::default(), Some(Arc::new(CountingEmbedder)));
+    install_fixture(&host, "wants-embed");
+    let input = file("a.txt", "text/plain", "hello");
+    let e = host.process("wants-embed", &input).unwrap_err();
+    assert_eq!(e.code, ErrorCode::CapabilityDenied, "{e:?}");
+    assert_eq!(e.details["capability"], "embed");
+
+    let mut config = host.config();
+    config.grant("wants-embed", Capability::Embed, &[]).unwrap();
+    host.set_config(config).unwrap();
+    assert_eq!(
+        host.process("wants-embed", &input).unwrap().chunks[0].text,
+        "counting-4 4 4"
+    );
+
+    // Granted, but the workspace has no model: a clear plugin error.
+    let ws = Ws::new();
+    let mut config = PluginsConfig::default();
+    let (host, _) = ws.open_with(config.clone(), None);
+    install_fixture(&host, "wants-embed");
+    config = host.config();
+    config.grant("wants-embed", Capability::Embed, &[]).unwrap();
+    host.set_config(config).unwrap();
+    let e = host.process("wants-embed", &input).unwrap_err();
+    assert!(
+        e.message.contains("model") || e.hint.contains("model install"),
+        "{e:?}"
+    );
 }
