@@ -92,14 +92,35 @@ impl Access {
         }
     }
 
-    pub(crate) fn token(id: String, name: String, scopes: Vec<Scope>, paths: Vec<String>) -> Self {
-        Self {
+    /// A token's access. A stored path that no longer parses is damage,
+    /// and is refused: dropping it would widen the token to everything.
+    pub(crate) fn token(
+        id: String,
+        name: String,
+        scopes: Vec<Scope>,
+        paths: Vec<String>,
+    ) -> MemResult<Self> {
+        let paths = paths
+            .iter()
+            .map(|p| {
+                VPath::parse(p).map_err(|e| {
+                    MemError::new(
+                        ErrorCode::StoreCorrupt,
+                        format!(
+                            "token {id} has an unreadable path boundary {p:?}: {}",
+                            e.message
+                        ),
+                    )
+                    .with_hint("revoke the token and create a new one")
+                })
+            })
+            .collect::<MemResult<Vec<_>>>()?;
+        Ok(Self {
             token_id: Some(id),
             token_name: Some(name),
             scopes,
-            // Stored paths were validated at creation.
-            paths: paths.iter().filter_map(|p| VPath::parse(p).ok()).collect(),
-        }
+            paths,
+        })
     }
 
     pub fn token_id(&self) -> Option<&str> {
@@ -316,12 +337,7 @@ impl<'a> Caller<'a> {
     }
 
     pub fn memory(&self, id: &str) -> MemResult<Memory> {
-        let m = self
-            .svc
-            .memory(id)
-            .map_err(|e| self.hide(e, "memory", id))?;
-        self.object(Scope::Read, "memory", id, m.path.as_str())?;
-        Ok(m)
+        self.memory_for(Scope::Read, id)
     }
 
     /// Lists memories the caller may see. Over a multi-folder boundary a

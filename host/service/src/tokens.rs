@@ -289,7 +289,7 @@ impl Service {
         if let Some(quota) = rec.quota_per_day {
             self.count_call(&rec, quota)?;
         }
-        Ok(Access::token(rec.id, rec.name, rec.scopes, rec.paths))
+        Access::token(rec.id, rec.name, rec.scopes, rec.paths)
     }
 
     /// Counts one call for today; refuses when the quota is spent. The
@@ -423,6 +423,23 @@ mod tests {
         let e = s.authenticate(&t.secret).unwrap_err();
         assert_eq!(e.code, ErrorCode::Unauthorized);
         assert!(e.message.contains("expired"), "{e:?}");
+    }
+
+    #[test]
+    fn a_damaged_path_boundary_is_refused_not_dropped() {
+        let (_d, s) = svc();
+        let mut r = req("scoped", &["read"]);
+        r.paths = vec!["/a".into()];
+        let t = s.create_token(&r).unwrap();
+        let key = record_key(&t.token.id);
+        let mut rec: TokenRecord =
+            serde_json::from_slice(&s.store().get(Table::Tokens, &key).unwrap().unwrap()).unwrap();
+        rec.paths = vec!["not/absolute".into()];
+        let mut b = Batch::new();
+        b.put(Table::Tokens, key, encode(&rec).unwrap());
+        s.store().commit(b, Durability::Immediate).unwrap();
+        let e = s.authenticate(&t.secret).unwrap_err();
+        assert_eq!(e.code, ErrorCode::StoreCorrupt, "{e:?}");
     }
 
     #[test]
