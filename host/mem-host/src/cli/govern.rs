@@ -2,7 +2,7 @@
 //! `check`, `budgets`, `rebuild`. The review queue, audit verification and
 //! rebuilds are owner commands: no agent-facing surface offers them.
 
-use super::memory::attrs;
+use super::memory::MemoryFields;
 use super::output::{Out, preview, set_exit_status, to_json};
 use clap::{Args, Subcommand};
 use mem_core::time::to_rfc3339;
@@ -23,21 +23,8 @@ pub struct NewMemoryArgs {
     pub kind: String,
     #[arg(long)]
     pub path: String,
-    #[arg(long)]
-    pub event_at: Option<String>,
-    #[arg(long)]
-    pub source_type: Option<String>,
-    #[arg(long)]
-    pub source_ref: Option<String>,
-    #[arg(long)]
-    pub source_file_id: Option<String>,
-    #[arg(long)]
-    pub task_id: Option<String>,
-    #[arg(long)]
-    pub confidence: Option<f64>,
-    /// Attribute KEY=VALUE (a typed memory's fields); repeatable.
-    #[arg(long = "attr", value_name = "KEY=VALUE")]
-    pub attrs: Vec<String>,
+    #[command(flatten)]
+    pub fields: MemoryFields,
 }
 
 /// What every proposal carries.
@@ -195,21 +182,14 @@ fn parse_evidence(raw: &str) -> MemResult<Evidence> {
 }
 
 fn new_memory(content: String, m: NewMemoryArgs, c: &ProposalCommon) -> MemResult<RememberRequest> {
-    Ok(RememberRequest {
+    m.fields.request(
         content,
-        kind: m.kind,
-        path: m.path,
-        idempotency_key: None,
-        event_at: m.event_at,
-        source_type: m.source_type,
-        source_ref: m.source_ref,
-        source_file_id: m.source_file_id,
-        agent_id: c.agent_id.clone(),
-        session_id: c.session_id.clone(),
-        task_id: m.task_id,
-        confidence: m.confidence,
-        attributes: attrs(&m.attrs)?,
-    })
+        m.kind,
+        m.path,
+        None,
+        c.agent_id.clone(),
+        c.session_id.clone(),
+    )
 }
 
 fn request(

@@ -33,6 +33,18 @@ pub struct RememberArgs {
     /// request conflicts. (In --jsonl, each line carries its own.)
     #[arg(long, required_unless_present = "jsonl")]
     pub idempotency_key: Option<String>,
+    #[arg(long)]
+    pub agent_id: Option<String>,
+    #[arg(long)]
+    pub session_id: Option<String>,
+    #[command(flatten)]
+    pub fields: MemoryFields,
+}
+
+/// The optional fields of a new memory, shared by `remember` and the
+/// proposals that write one.
+#[derive(Debug, Args)]
+pub struct MemoryFields {
     /// When it happened (RFC 3339).
     #[arg(long)]
     pub event_at: Option<String>,
@@ -43,17 +55,42 @@ pub struct RememberArgs {
     #[arg(long)]
     pub source_file_id: Option<String>,
     #[arg(long)]
-    pub agent_id: Option<String>,
-    #[arg(long)]
-    pub session_id: Option<String>,
-    #[arg(long)]
     pub task_id: Option<String>,
     /// 0..1 (default from mem.toml).
     #[arg(long)]
     pub confidence: Option<f64>,
-    /// Attribute KEY=VALUE; repeatable.
+    /// Attribute KEY=VALUE (a typed memory's fields); repeatable.
     #[arg(long = "attr", value_name = "KEY=VALUE")]
     pub attrs: Vec<String>,
+}
+
+impl MemoryFields {
+    /// The request these fields describe, with the caller's required parts.
+    pub fn request(
+        self,
+        content: String,
+        kind: String,
+        path: String,
+        idempotency_key: Option<String>,
+        agent_id: Option<String>,
+        session_id: Option<String>,
+    ) -> MemResult<RememberRequest> {
+        Ok(RememberRequest {
+            content,
+            kind,
+            path,
+            idempotency_key,
+            event_at: self.event_at,
+            source_type: self.source_type,
+            source_ref: self.source_ref,
+            source_file_id: self.source_file_id,
+            agent_id,
+            session_id,
+            task_id: self.task_id,
+            confidence: self.confidence,
+            attributes: parse_attrs(&self.attrs)?,
+        })
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -122,11 +159,6 @@ fn parse_attrs(raw: &[String]) -> MemResult<BTreeMap<String, String>> {
                 })
         })
         .collect()
-}
-
-/// Parses `--attr KEY=VALUE` flags (shared by `propose`).
-pub fn attrs(raw: &[String]) -> MemResult<BTreeMap<String, String>> {
-    parse_attrs(raw)
 }
 
 pub fn memory_details(m: &Memory) -> String {
@@ -216,21 +248,14 @@ pub fn remember(svc: &Service, out: &Out, a: RememberArgs) -> MemResult<()> {
             .read_to_string(&mut content)
             .map_err(|e| MemError::io("cannot read stdin", &e))?;
     }
-    let req = RememberRequest {
+    let req = a.fields.request(
         content,
-        kind: a.kind.unwrap_or_default(),
-        path: a.path.unwrap_or_default(),
-        idempotency_key: a.idempotency_key,
-        event_at: a.event_at,
-        source_type: a.source_type,
-        source_ref: a.source_ref,
-        source_file_id: a.source_file_id,
-        agent_id: a.agent_id,
-        session_id: a.session_id,
-        task_id: a.task_id,
-        confidence: a.confidence,
-        attributes: parse_attrs(&a.attrs)?,
-    };
+        a.kind.unwrap_or_default(),
+        a.path.unwrap_or_default(),
+        a.idempotency_key,
+        a.agent_id,
+        a.session_id,
+    )?;
     let outcome = svc.remember(&req)?;
     out.emit(&outcome, outcome_line)
 }
