@@ -122,6 +122,20 @@ fn check_summary(s: &Value) -> String {
         "The deploy window is Tuesday 14:00 UTC"
     );
 
+    // A put file is searchable as soon as mem_put returns.
+    let file_id = s["put"]["file"]["id"].as_str().unwrap_or_default();
+    assert!(file_id.starts_with("file_"), "{}", s["put"]);
+    assert_eq!(s["put"]["file"]["index_status"], "done", "{}", s["put"]);
+    assert!(
+        s["put_search_hit_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h == file_id),
+        "search right after mem_put finds {file_id}: {}",
+        s["put_search_hit_ids"]
+    );
+
     let err = &s["forget_error"];
     assert!(
         err["error"].as_str().is_some_and(|m| !m.is_empty()),

@@ -6,7 +6,8 @@ Usage:
     client.py http <url> <token>             talk streamable HTTP with a bearer token
 
 Runs initialize, tools/list, mem_remember, mem_search, mem_context,
-resources/read of the remembered memory, and mem_forget without confirm
+resources/read of the remembered memory, mem_put of a note and a search for
+it right after (read-your-writes), and mem_forget without confirm
 (which must fail as a tool error), then prints ONE JSON object summarising
 what happened on stdout. Exits non-zero on anything unexpected.
 """
@@ -77,6 +78,16 @@ async def scenario(session: ClientSession) -> dict[str, Any]:
     resource = await session.read_resource(f"mem://memory/{memory_id}")
     resource_text = "".join(getattr(c, "text", "") for c in resource.contents)
 
+    put = await call(
+        session,
+        "mem_put",
+        {
+            "path": f"/notes/runbook-{uuid.uuid4().hex[:8]}.md",
+            "content": "# Runbook\n\nRotate the zeppelin certificates every quarter.\n",
+        },
+    )
+    put_search = await call(session, "mem_search", {"query": "zeppelin certificates"})
+
     forget = await session.call_tool(
         "mem_forget",
         {"id": memory_id, "expected_version": memory["state_version"], "reason": "e2e"},
@@ -94,6 +105,8 @@ async def scenario(session: ClientSession) -> dict[str, Any]:
         "search_hit_ids": [h["id"] for h in search.get("hits", [])],
         "context_citations": citations,
         "resource_text": resource_text,
+        "put": put,
+        "put_search_hit_ids": [h["id"] for h in put_search.get("hits", [])],
         "forget_error": forget_error,
     }
 

@@ -21,6 +21,21 @@ pub(crate) struct DocMeta {
     /// `event_at`, else creation time, unix ms.
     pub time_ms: i64,
     pub locator: Option<String>,
+    /// Digest of the text the embedder saw ([`embed_sig`]): a re-indexed
+    /// document whose text did not change keeps its vector.
+    pub embed_sig: u64,
+}
+
+/// What the embedder sees of a document: its text alone (prefixing the
+/// neighbouring context measured slightly worse on LoCoMo: 78.0 vs 78.5
+/// recall_any@10).
+pub(crate) fn embedding_text(d: &IndexDoc) -> &str {
+    &d.text
+}
+
+/// A stable digest of a document's embedding text (persisted with it).
+pub(crate) fn embed_sig(d: &IndexDoc) -> u64 {
+    digest64(embedding_text(d))
 }
 
 impl DocMeta {
@@ -36,6 +51,7 @@ impl DocMeta {
             lifecycle: d.lifecycle.clone(),
             time_ms: d.event_at_ms.unwrap_or(d.created_at_ms),
             locator: d.locator.clone(),
+            embed_sig: embed_sig(d),
         }
     }
 
@@ -69,7 +85,13 @@ fn within(path: &str, folder: &str) -> bool {
 
 /// The usearch key of a document: the first 8 bytes of SHA-256(doc_id).
 pub(crate) fn key_of(doc_id: &str) -> u64 {
-    let d = Sha256::digest(doc_id.as_bytes());
+    digest64(doc_id)
+}
+
+/// The first 8 bytes of SHA-256(`text`), little-endian: stable across
+/// builds and platforms, unlike `std`'s hasher.
+fn digest64(text: &str) -> u64 {
+    let d = Sha256::digest(text.as_bytes());
     let mut b = [0u8; 8];
     b.copy_from_slice(&d[..8]);
     u64::from_le_bytes(b)
@@ -99,13 +121,13 @@ impl Catalog {
         self.by_key.insert(key, m);
     }
 
-    /// Removes a record's documents; returns their keys.
-    pub fn remove_record(&mut self, record_id: &str) -> Vec<u64> {
+    /// Removes a record's documents; returns their keys and embedding
+    /// digests.
+    pub fn remove_record(&mut self, record_id: &str) -> Vec<(u64, u64)> {
         let keys = self.by_record.remove(record_id).unwrap_or_default();
-        for k in &keys {
-            self.by_key.remove(k);
-        }
-        keys
+        keys.into_iter()
+            .map(|k| (k, self.by_key.remove(&k).map_or(0, |m| m.embed_sig)))
+            .collect()
     }
 
     pub fn get(&self, key: u64) -> Option<&DocMeta> {
@@ -151,6 +173,7 @@ mod tests {
             lifecycle: "active".into(),
             time_ms: 1000,
             locator: None,
+            embed_sig: 0,
         }
     }
 

@@ -92,6 +92,7 @@ pub(crate) struct Fields {
     created: Field,
     event_at: Field,
     locator: Field,
+    embed_sig: Field,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -117,6 +118,7 @@ fn schema() -> (Schema, Fields) {
         created: b.add_i64_field("created", STORED),
         event_at: b.add_i64_field("event_at", STORED),
         locator: b.add_text_field("locator", STORED),
+        embed_sig: b.add_u64_field("embed_sig", STORED),
     };
     (b.build(), fields)
 }
@@ -215,10 +217,12 @@ impl Lexical {
         }
     }
 
-    pub fn upsert(&self, docs: &[IndexDoc]) -> Result<(), IndexError> {
+    /// Adds `docs` (replacing any of the same doc id); `metas[i]` is
+    /// `DocMeta::of(&docs[i])`.
+    pub fn upsert(&self, docs: &[IndexDoc], metas: &[DocMeta]) -> Result<(), IndexError> {
         let f = self.f;
         self.with_writer(|w| {
-            for d in docs {
+            for (d, m) in docs.iter().zip(metas) {
                 w.delete_term(Term::from_field_text(f.doc_id, &d.doc_id));
                 let mut doc = TantivyDocument::default();
                 doc.add_text(f.doc_id, &d.doc_id);
@@ -248,6 +252,7 @@ impl Lexical {
                 if let Some(l) = &d.locator {
                     doc.add_text(f.locator, l);
                 }
+                doc.add_u64(f.embed_sig, m.embed_sig);
                 w.add_document(doc).map_err(io)?;
             }
             Ok(())
@@ -325,6 +330,10 @@ impl Lexical {
             lifecycle: text(f.lifecycle).unwrap_or_default(),
             time_ms: int(f.time).unwrap_or(0),
             locator: text(f.locator),
+            embed_sig: doc
+                .get_first(f.embed_sig)
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0),
         })
     }
 

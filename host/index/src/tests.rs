@@ -382,10 +382,9 @@ fn real_model_batching_and_padding_do_not_change_vectors() {
     }
 }
 
-#[test]
-fn real_model_semantic_lane_finds_paraphrases_lexical_misses() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ix = NativeIndex::open(tmp.path(), Some(Arc::new(real_embedder())), None).unwrap();
+/// Two unrelated memories, indexed with the real model.
+fn puppy_and_budget(dir: &Path) -> NativeIndex {
+    let ix = NativeIndex::open(dir, Some(Arc::new(real_embedder())), None).unwrap();
     ix.upsert(vec![
         doc(
             "m1",
@@ -396,6 +395,13 @@ fn real_model_semantic_lane_finds_paraphrases_lexical_misses() {
     ])
     .unwrap();
     ix.commit(1).unwrap();
+    ix
+}
+
+#[test]
+fn real_model_semantic_lane_finds_paraphrases_lexical_misses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = puppy_and_budget(tmp.path());
     let r = ix
         .search(&req("new dog", SearchFilters::default()))
         .unwrap();
@@ -442,4 +448,101 @@ fn a_query_naming_the_agent_favours_its_memories() {
         let r = ix.search(&r).unwrap();
         assert_eq!(ids(&r), ["m1", "m2"], "{q}");
     }
+}
+
+#[test]
+fn real_model_semantic_neighbours_below_the_floor_are_not_evidence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = puppy_and_budget(tmp.path());
+    let r = ix
+        .search(&req(
+            "lattice gauge theory of quantum chromodynamics",
+            SearchFilters::default(),
+        ))
+        .unwrap();
+    assert!(r.hits.is_empty(), "nearest is not evidence: {r:?}");
+    let sem = r.lanes.iter().find(|l| l.lane == Lane::Semantic).unwrap();
+    assert_eq!(sem.status, LaneStatus::Ok);
+    assert_eq!(sem.candidates, 0);
+    assert!(
+        sem.message
+            .as_deref()
+            .is_some_and(|m| m.contains("2 nearest candidates were below cosine similarity")),
+        "{sem:?}"
+    );
+    // A related query still reaches its memory through the semantic lane.
+    let r = ix
+        .search(&req("new dog", SearchFilters::default()))
+        .unwrap();
+    assert_eq!(ids(&r), ["m1"], "{r:?}");
+}
+
+/// Counts the texts it embeds, delegating to [`WordHashEmbedder`].
+#[derive(Default)]
+struct CountingEmbedder(std::sync::atomic::AtomicUsize);
+
+impl Embedder for CountingEmbedder {
+    fn model_id(&self) -> &str {
+        WordHashEmbedder.model_id()
+    }
+    fn dimensions(&self) -> usize {
+        WordHashEmbedder.dimensions()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        self.0.fetch_add(texts.len(), Ordering::SeqCst);
+        WordHashEmbedder.embed(texts)
+    }
+}
+
+#[test]
+fn reindexing_unchanged_text_keeps_its_vector_and_a_change_reembeds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let counter = Arc::new(CountingEmbedder::default());
+    let embedded = || counter.0.load(Ordering::SeqCst);
+    let open = || NativeIndex::open(tmp.path(), Some(counter.clone()), None).unwrap();
+    {
+        let ix = open();
+        ix.upsert(vec![
+            doc("m1", "the garden needs watering", "/a"),
+            doc("m2", "budget review on thursday", "/a"),
+        ])
+        .unwrap();
+        ix.commit(1).unwrap();
+        assert_eq!(embedded(), 2);
+        // Re-indexed with new context but the same text: no new embedding.
+        ix.remove_record("m1").unwrap();
+        let mut again = doc("m1", "the garden needs watering", "/a");
+        again.context = Some("budget review on thursday".into());
+        ix.upsert(vec![again]).unwrap();
+        ix.commit(2).unwrap();
+        assert_eq!(embedded(), 2);
+        // Changed text: embedded again, and the lane finds the new text.
+        ix.remove_record("m2").unwrap();
+        ix.upsert(vec![doc("m2", "holiday plans for august", "/a")])
+            .unwrap();
+        ix.commit(3).unwrap();
+        assert_eq!(embedded(), 3);
+    }
+    // The digests persist: after reopening, unchanged text is not embedded.
+    let ix = open();
+    ix.remove_record("m1").unwrap();
+    ix.upsert(vec![doc("m1", "the garden needs watering", "/a")])
+        .unwrap();
+    ix.commit(4).unwrap();
+    assert_eq!(embedded(), 3);
+    assert_eq!(ix.stats().vectors, 2);
+    let r = ix
+        .search(&req("watering garden", SearchFilters::default()))
+        .unwrap();
+    assert_eq!(r.hits[0].doc_id, "m1");
+    assert!(r.hits[0].semantic_rank.is_some(), "{r:?}");
+    let r = ix
+        .search(&req("august holiday", SearchFilters::default()))
+        .unwrap();
+    assert_eq!(r.hits[0].doc_id, "m2");
+    assert!(r.hits[0].semantic_rank.is_some(), "{r:?}");
+    // A removal that is not followed by a re-add deletes the vector at commit.
+    ix.remove_record("m2").unwrap();
+    ix.commit(5).unwrap();
+    assert_eq!(ix.stats().vectors, 1);
 }

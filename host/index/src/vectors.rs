@@ -105,6 +105,10 @@ impl Vectors {
         self.state.watermark
     }
 
+    pub fn contains(&self, key: u64) -> bool {
+        self.index.contains(key)
+    }
+
     pub fn len(&self) -> usize {
         self.index.size()
     }

@@ -135,17 +135,69 @@ fn env_usize(k: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// The workspace, built once per size and reused by later runs.
+/// `VmHWM` (peak) and `VmRSS` (current) of a running process, in MiB.
+fn rss_of(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// Runs `mem-host --workspace WS ARGS` to success, sampling its peak
+/// resident set (`VmHWM`) while it runs; returns that peak in MiB.
+fn mem_watching_rss(ws: &Path, args: &[&str]) -> f64 {
+    let mut child = Command::new(BIN)
+        .arg("--workspace")
+        .arg(ws)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("run mem-host");
+    let mut peak = 0f64;
+    loop {
+        peak = peak.max(rss_of(child.id()).0);
+        if let Some(status) = child.try_wait().expect("wait for mem-host") {
+            assert!(status.success(), "mem-host {args:?} failed");
+            return peak;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Bytes under `dir`, recursively.
+fn du(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => du(&e.path()),
+                    _ => e.metadata().map_or(0, |m| m.len()),
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// The workspace, built once per size and reused by later runs (the
+/// figures of the run that built it are kept in its `READY` file).
 fn workspace(n: usize) -> std::path::PathBuf {
     let ws = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-bench-{n}"));
-    if ws.join("READY").exists() {
-        println!("reusing the {n}-memory workspace");
+    if let Ok(built) = std::fs::read_to_string(ws.join("READY")) {
+        println!("reusing the {n}-memory workspace; when it was built:\n{built}");
         return ws;
     }
     let _ = std::fs::remove_dir_all(&ws);
     mem(&ws, &["init", ws.to_str().expect("utf-8 path")]);
     let mut rng = Lcg(7);
     let started = Instant::now();
+    let mut peak_rss = 0f64;
     const CHUNK: usize = 20_000;
     for first in (0..n).step_by(CHUNK) {
         let jsonl = ws.with_extension(format!("{first}.jsonl"));
@@ -162,10 +214,10 @@ fn workspace(n: usize) -> std::path::PathBuf {
             writeln!(f, "{line}").expect("write jsonl");
         }
         drop(f);
-        mem(
+        peak_rss = peak_rss.max(mem_watching_rss(
             &ws,
             &["remember", "--jsonl", jsonl.to_str().expect("utf-8 path")],
-        );
+        ));
         let _ = std::fs::remove_file(&jsonl);
         println!(
             "  ingested {} memories ({:.0}/s)",
@@ -173,7 +225,14 @@ fn workspace(n: usize) -> std::path::PathBuf {
             (first + CHUNK).min(n) as f64 / started.elapsed().as_secs_f64()
         );
     }
-    std::fs::write(ws.join("READY"), b"").expect("mark ready");
+    let built = format!(
+        "ingest (remember --jsonl, {CHUNK} a process, with embeddings): {:.0} memories/s over {n}\n\
+         peak RSS of an ingesting process: {:.0} MiB (sampled)",
+        n as f64 / started.elapsed().as_secs_f64(),
+        peak_rss
+    );
+    println!("{built}");
+    std::fs::write(ws.join("READY"), &built).expect("mark ready");
     ws
 }
 
@@ -362,6 +421,13 @@ fn main() {
             percentile(&times, 0.99).as_secs_f64() * 1e3,
         );
     }
+    let (peak, now) = rss_of(server.id());
+    println!("serve RSS: peak {peak:.0} MiB, now {now:.0} MiB");
+    println!(
+        "on disk: index {:.0} MiB, store {:.0} MiB",
+        du(&ws.join("index")) as f64 / 1048576.0,
+        du(&ws.join("store")) as f64 / 1048576.0
+    );
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status();

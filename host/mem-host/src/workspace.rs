@@ -131,7 +131,13 @@ pub fn open(dir: &Path) -> MemResult<Workspace> {
         ),
         Err(reason) => (None, Some(reason)),
     };
-    let index = mem_index::NativeIndex::open(&dir.join(INDEX_DIR), embedder.clone(), semantic_off)?;
+    let index_dir = dir.join(INDEX_DIR);
+    let index_embedder = embedder.clone();
+    let open_index: mem_service::recall::IndexOpener = Box::new(move || {
+        let index =
+            mem_index::NativeIndex::open(&index_dir, index_embedder.clone(), semantic_off.clone())?;
+        Ok(Arc::new(index) as Arc<dyn mem_core::index::SearchIndex>)
+    });
     let store: Arc<dyn Store> = Arc::new(store);
     let plugins = Arc::new(WasmPluginHost::open(
         dir.join(PLUGINS_DIR),
@@ -139,10 +145,10 @@ pub fn open(dir: &Path) -> MemResult<Workspace> {
         config.plugins.clone(),
         embedder,
     )?);
+    // The index opens (and replays what it missed) on first use.
     let service = Service::new(store, config)
-        .with_index(Arc::new(index))
+        .with_index_opener(open_index)
         .with_plugins(plugins.clone() as Arc<dyn mem_core::plugin::PluginHost>);
-    service.open_index()?;
     Ok(Workspace {
         dir: dir.to_path_buf(),
         service,

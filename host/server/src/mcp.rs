@@ -405,19 +405,21 @@ impl MemMcp {
         input_schema = input::<PutArgs>()
     )]
     async fn mem_put(&self, ext: Extensions, args: JsonObject) -> CallToolResult {
-        let stdio = self.local.is_some();
         self.call("mem_put", &ext, args, move |c, svc, a: PutArgs| {
-            let out = c.put_file(PutFile {
+            let mut out = c.put_file(PutFile {
                 path: VPath::parse(a.path.trim())?,
                 bytes: a.content.into_bytes(),
                 tags: a.tags,
                 replace: a.replace,
             })?;
-            if stdio {
-                // No background processor runs beside a stdio session; index
-                // the new content now. A failure is kept on the file (see its
-                // index_status), not the put's.
-                let _ = svc.process_pending(None);
+            // An agent searches for what it just stored: index this file now
+            // (over stdio and HTTP alike) rather than leave it to the
+            // server's background processor. A processing failure is kept on
+            // the file (its index_status), not the put's.
+            let id = out.file.id.clone();
+            let _ = svc.process_pending(Some(std::slice::from_ref(&id)));
+            if let Ok(file) = c.file_info(&id) {
+                out.file = file;
             }
             Ok(out)
         })

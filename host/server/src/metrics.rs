@@ -88,7 +88,7 @@ impl Metrics {
                 h.count
             );
         }
-        if let Some(s) = svc.index_stats() {
+        if let Ok(Some(s)) = svc.index_stats() {
             gauge(
                 &mut out,
                 "mem_index_documents",

@@ -257,7 +257,7 @@ impl Service {
             memories: self.store().count(Table::Memories)?,
             queued_proposals: self.review_list()?.len(),
             budgets: self.budgets()?,
-            index: self.index_stats(),
+            index: self.index_stats()?,
             plugins,
         })
     }

@@ -301,7 +301,7 @@ pub fn reindex(svc: &Service, out: &Out, a: ReindexArgs) -> MemResult<()> {
     if !a.all {
         let n = svc.sync_index()?;
         return out.emit(
-            &serde_json::json!({ "processing": processing, "applied_events": n, "stats": svc.index_stats() }),
+            &serde_json::json!({ "processing": processing, "applied_events": n, "stats": svc.index_stats()? }),
             |v| {
                 format!(
                     "processed {} files ({} done, {} partial, {} failed); applied {} events",
@@ -316,7 +316,7 @@ pub fn reindex(svc: &Service, out: &Out, a: ReindexArgs) -> MemResult<()> {
     }
     let n = svc.rebuild_index()?;
     out.emit(
-        &serde_json::json!({ "processing": processing, "reindexed_records": n, "stats": svc.index_stats() }),
+        &serde_json::json!({ "processing": processing, "reindexed_records": n, "stats": svc.index_stats()? }),
         |v| format!("re-processed {} files; re-indexed {} records", v["processing"]["processed"], v["reindexed_records"]),
     )
 }

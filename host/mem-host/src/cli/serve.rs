@@ -73,6 +73,8 @@ async fn shutdown_signal() {
 pub fn serve(dir: &Path, a: ServeArgs) -> MemResult<()> {
     init_logs(&a.log_format);
     let ws = workspace::open(dir)?;
+    // Open and catch up the index before listening, not on the first request.
+    ws.service.open_index()?;
     let svc = Arc::new(ws.service);
     let opts = mem_server::ServeOptions {
         bind: a.bind,

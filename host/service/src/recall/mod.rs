@@ -21,7 +21,8 @@ use mem_core::store::Table;
 use mem_core::time::{Timestamp, parse_rfc3339};
 use mem_core::{ErrorCode, MemError, MemResult, VPath};
 use serde::{Deserialize, Serialize};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub use context::{ContextItem, ContextPack, ContextRequest, OmittedItem, PackTrace};
 
@@ -31,10 +32,21 @@ pub const MAX_SEARCH_LIMIT: usize = 200;
 /// Longest excerpt of a hit, in characters.
 const EXCERPT_CHARS: usize = 320;
 
+/// Opens a workspace's search index. Called once, on first use.
+pub type IndexOpener = Box<dyn Fn() -> MemResult<Arc<dyn SearchIndex>> + Send + Sync>;
+
 /// The index and its sync state, held by the [`Service`].
 #[derive(Default)]
 pub(crate) struct RecallState {
-    pub index: Option<Arc<dyn SearchIndex>>,
+    /// Opens the index when it is first needed: loading it (the vectors,
+    /// the catalog of every document) costs more than most commands that
+    /// never search or write, such as `memory get` or `ls`.
+    pub opener: Option<IndexOpener>,
+    pub index: OnceLock<Arc<dyn SearchIndex>>,
+    /// Held while opening, so concurrent first uses open it once.
+    pub open_lock: Mutex<()>,
+    /// Set by the first successful sync: the index has replayed the log.
+    pub caught_up: AtomicBool,
     pub last_sync_error: Mutex<Option<MemError>>,
     pub sync_lock: Mutex<()>,
 }
@@ -261,24 +273,61 @@ fn excerpt(text: &str, terms: &[String]) -> String {
 }
 
 impl Service {
-    /// Attaches the search index; call [`Service::open_index`] next.
-    pub fn with_index(mut self, index: Arc<dyn SearchIndex>) -> Self {
-        self.recall.index = Some(index);
+    /// Attaches an open search index; call [`Service::open_index`] next.
+    pub fn with_index(self, index: Arc<dyn SearchIndex>) -> Self {
+        let _ = self.recall.index.set(index);
         self
     }
 
-    /// Brings the index up to date at open: replays events it missed, or
-    /// rebuilds it when it cannot replay. Returns the events/records applied.
+    /// Attaches a search index that `open` opens on first use, which then
+    /// replays the events it missed.
+    pub fn with_index_opener(mut self, open: IndexOpener) -> Self {
+        self.recall.opener = Some(open);
+        self
+    }
+
+    /// The search index as it is, opened on first use.
+    pub(crate) fn index(&self) -> MemResult<Option<&dyn SearchIndex>> {
+        if let Some(ix) = self.recall.index.get() {
+            return Ok(Some(ix.as_ref()));
+        }
+        let Some(open) = &self.recall.opener else {
+            return Ok(None);
+        };
+        let _guard = self
+            .recall
+            .open_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if self.recall.index.get().is_none() {
+            let _ = self.recall.index.set(open()?);
+        }
+        Ok(self.recall.index.get().map(|ix| ix.as_ref()))
+    }
+
+    /// The search index, having replayed what it missed while the
+    /// workspace was closed (once per process; writes keep it in step).
+    fn current_index(&self) -> MemResult<Option<&dyn SearchIndex>> {
+        if !self.recall.caught_up.load(Ordering::SeqCst) {
+            self.sync_index()?;
+        }
+        self.index()
+    }
+
+    /// Brings the index up to date now: replays events it missed, or
+    /// rebuilds it when it cannot replay. Returns the events/records
+    /// applied. (A server calls this at start, so its first request does
+    /// not pay for it.)
     pub fn open_index(&self) -> MemResult<u64> {
         self.sync_index()
     }
 
-    pub fn index_stats(&self) -> Option<mem_core::index::IndexStats> {
-        self.index().map(|i| i.stats())
+    pub fn index_stats(&self) -> MemResult<Option<mem_core::index::IndexStats>> {
+        Ok(self.current_index()?.map(|i| i.stats()))
     }
 
     fn require_index(&self) -> MemResult<&dyn SearchIndex> {
-        self.index().ok_or_else(|| {
+        self.current_index()?.ok_or_else(|| {
             MemError::new(
                 ErrorCode::ProviderUnavailable,
                 "this workspace was opened without a search index",

@@ -16,6 +16,7 @@ use mem_core::plugin::ProcessedFile;
 use mem_core::store::{Log, Scan, Table};
 use mem_core::{MemError, MemResult};
 use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 
 /// Events read per page while replaying.
 const PAGE: usize = 2048;
@@ -85,10 +86,6 @@ enum Target {
 }
 
 impl Service {
-    pub(crate) fn index(&self) -> Option<&dyn SearchIndex> {
-        self.recall.index.as_deref()
-    }
-
     /// The memory written just before (`before`) or after `m` in the same
     /// scope, if any and not forgotten: the context a conversational or
     /// session memory is read in.
@@ -191,7 +188,7 @@ impl Service {
     /// Applies every event after the index's watermark and commits.
     /// Returns how many events were applied.
     pub fn sync_index(&self) -> MemResult<u64> {
-        let Some(index) = self.index() else {
+        let Some(index) = self.index()? else {
             return Ok(0);
         };
         let _guard = self
@@ -225,6 +222,7 @@ impl Service {
                 break;
             }
         }
+        self.recall.caught_up.store(true, Ordering::SeqCst);
         Ok(applied)
     }
 
@@ -243,7 +241,7 @@ impl Service {
 
     /// Drops the index and re-indexes every record.
     pub fn rebuild_index(&self) -> MemResult<u64> {
-        let Some(index) = self.index() else {
+        let Some(index) = self.index()? else {
             return Ok(0);
         };
         let _guard = self
@@ -274,6 +272,7 @@ impl Service {
         let n = records.len() as u64;
         self.apply(index, &records)?;
         index.commit(watermark)?;
+        self.recall.caught_up.store(true, Ordering::SeqCst);
         Ok(n)
     }
 

@@ -190,10 +190,10 @@ fn bulk_remember_syncs_once_per_group() {
             ..Default::default()
         })
         .collect();
-    let before = svc.index().unwrap().watermark();
+    let before = svc.index().unwrap().unwrap().watermark();
     let results = svc.remember_many(&reqs);
     assert!(results.iter().all(|r| r.is_ok()));
-    let after = svc.index().unwrap().watermark();
+    let after = svc.index().unwrap().unwrap().watermark();
     assert!(after > before);
     assert_eq!(
         svc.search(&SearchQuery {
@@ -391,4 +391,73 @@ fn neighbours_are_context_and_a_forgotten_neighbour_leaves_it_at_once() {
     )
     .unwrap();
     assert!(search(&svc, "flowerpot").is_empty());
+}
+
+/// A service whose index opens on first use, counting the opens.
+fn open_lazily(dir: &Path, opens: Arc<std::sync::atomic::AtomicUsize>) -> Service {
+    let store = SledStore::open(&dir.join("store")).unwrap();
+    let index_dir = dir.join("index");
+    Service::new(Arc::new(store), WorkspaceConfig::default()).with_index_opener(Box::new(
+        move || {
+            opens.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let ix = NativeIndex::open(&index_dir, None, Some("no model in tests".into()))?;
+            Ok(Arc::new(ix) as Arc<dyn mem_core::index::SearchIndex>)
+        },
+    ))
+}
+
+#[test]
+fn a_lazy_index_opens_on_first_use_and_replays_what_it_missed() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let tmp = tempfile::tempdir().unwrap();
+    let opens = Arc::new(AtomicUsize::new(0));
+    // Written, then the index deleted: only the event log still holds it.
+    let id = {
+        let svc = open(tmp.path());
+        let m = remember(
+            &svc,
+            "the lighthouse keeper feeds the gulls",
+            "fact",
+            "/coast",
+        )
+        .unwrap()
+        .memory
+        .unwrap();
+        m.id
+    };
+    std::fs::remove_dir_all(tmp.path().join("index")).unwrap();
+    let svc = open_lazily(tmp.path(), opens.clone());
+    // Reads that need no index do not open it.
+    assert_eq!(svc.memory(&id).unwrap().id, id);
+    assert_eq!(opens.load(Ordering::SeqCst), 0);
+    // The first search opens it once and finds what was written before.
+    assert_eq!(search(&svc, "lighthouse gulls"), std::slice::from_ref(&id));
+    assert_eq!(search(&svc, "lighthouse"), [id]);
+    assert_eq!(opens.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_lazy_index_that_cannot_open_fails_searches_not_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = SledStore::open(&tmp.path().join("store")).unwrap();
+    let svc = Service::new(Arc::new(store), WorkspaceConfig::default()).with_index_opener(
+        Box::new(|| {
+            Err(mem_core::MemError::internal(
+                "the index folder is unreadable",
+            ))
+        }),
+    );
+    // The write is durable and acknowledged; the index is behind.
+    let m = remember(&svc, "durable despite the index", "fact", "/a")
+        .unwrap()
+        .memory
+        .unwrap();
+    assert_eq!(svc.memory(&m.id).unwrap().id, m.id);
+    let err = svc
+        .search(&SearchQuery {
+            query: "durable".into(),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert!(err.message.contains("unreadable"), "{err:?}");
 }
