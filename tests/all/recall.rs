@@ -1,7 +1,7 @@
 //! Recall end to end: search, batch search, context packs, the model
-//! commands. Every command runs with a private, empty models folder, so the
-//! semantic lane is deterministically unavailable here (the real model is
-//! exercised by mem-index's tests and the eval).
+//! commands. Most commands run with a private, empty models folder, so the
+//! semantic lane is deterministically unavailable; one test drives the
+//! installed model (`scripts/setup --model`) through the binary.
 
 use crate::support::{Run, Ws, p, run_command};
 use serde_json::Value;
@@ -210,6 +210,56 @@ fn without_a_model_the_semantic_lane_is_reported_unavailable() {
         .args(["search", "lexical"]);
     let human = run_command(c, None).ok().text();
     assert!(human.contains("semantic lane unavailable"), "{human}");
+}
+
+#[test]
+fn with_the_installed_model_a_paraphrase_is_found_and_weak_neighbours_are_not() {
+    let ws = Ws::new();
+    // The per-user models folder, where `scripts/setup --model` installs it.
+    let json = |args: &[&str]| ws.run(args).ok().json();
+    let pup = json(&[
+        "remember",
+        "Melanie adopted a puppy from the shelter last week",
+        "--kind",
+        "fact",
+        "--path",
+        "/people",
+        "--idempotency-key",
+        "pup",
+    ])["memory"]["id"]
+        .clone();
+    json(&[
+        "remember",
+        "The quarterly budget review is on Thursday",
+        "--kind",
+        "fact",
+        "--path",
+        "/people",
+        "--idempotency-key",
+        "budget",
+    ]);
+    let r = json(&["search", "new dog"]);
+    let sem = &r["lanes"][1];
+    assert_eq!(
+        sem["status"], "ok",
+        "this test needs the embedding model; install it with scripts/setup --model: {r}"
+    );
+    // Found by meaning alone; the unrelated memory is below the floor.
+    assert_eq!(r["hits"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(r["hits"][0]["id"], pup);
+    assert_eq!(r["hits"][0]["lexical_rank"], Value::Null);
+    assert_eq!(r["hits"][0]["semantic_rank"], 1);
+    let r = json(&["search", "lattice gauge theory of quantum chromodynamics"]);
+    assert_eq!(hit_ids(&r), Vec::<String>::new(), "{r}");
+    let human = ws
+        .run_human(&["search", "lattice gauge theory of quantum chromodynamics"])
+        .ok()
+        .text();
+    assert!(human.contains("no matches"), "{human}");
+    assert!(
+        human.contains("note: semantic lane: 2 nearest candidates were below cosine similarity"),
+        "{human}"
+    );
 }
 
 #[test]

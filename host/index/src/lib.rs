@@ -362,10 +362,14 @@ impl SearchIndex for NativeIndex {
             (Some(_), Some(Ok(found))) => {
                 let mut report = lane_report(Lane::Semantic, &Ok(found.hits.len()));
                 if found.below_floor > 0 {
-                    report.message = Some(format!(
-                        "{} nearest candidates were below cosine similarity {} and dropped",
-                        found.below_floor, MIN_SIMILARITY
-                    ));
+                    report.message = Some(match found.below_floor {
+                        1 => format!(
+                            "1 nearest candidate was below cosine similarity {MIN_SIMILARITY} and dropped"
+                        ),
+                        n => format!(
+                            "{n} nearest candidates were below cosine similarity {MIN_SIMILARITY} and dropped"
+                        ),
+                    });
                 }
                 lanes.push(report);
                 found.hits

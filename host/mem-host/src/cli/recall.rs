@@ -141,7 +141,12 @@ fn human_result(r: &SearchResult) -> String {
         lines.push("no matches".into());
     }
     for l in &r.lanes {
-        if l.status != LaneStatus::Ok {
+        if l.status == LaneStatus::Ok && r.hits.is_empty() {
+            // Why a lane that ran found nothing (e.g. only weak neighbours).
+            if let Some(m) = &l.message {
+                lines.push(format!("note: {} lane: {m}", lane_name(l.lane)));
+            }
+        } else if l.status != LaneStatus::Ok {
             lines.push(format!(
                 "note: {} lane {}: {}",
                 lane_name(l.lane),
