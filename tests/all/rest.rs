@@ -253,6 +253,67 @@ fn rest_writes_are_idempotent_and_errors_are_structured() {
 }
 
 #[test]
+fn a_duplicate_of_a_write_still_running_is_refused_not_run_twice() {
+    use std::io::{Read, Write};
+    let ws = Ws::new();
+    let admin = token(&ws, "admin", "admin", &[]);
+    let srv = Server::start(&ws, &[]);
+    let a = http();
+    let addr = srv.base.trim_start_matches("http://").to_string();
+    let body = b"the first half, and the second half";
+    let (head, tail) = body.split_at(15);
+    // The first upload sends its headers and half its body, then stalls.
+    let mut first = std::net::TcpStream::connect(&addr).unwrap();
+    first
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        first,
+        "POST /v1/files?path=/notes/slow.txt HTTP/1.1\r\nHost: {addr}\r\n\
+         Authorization: Bearer {admin}\r\nIdempotency-Key: slow-1\r\n\
+         Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    first.write_all(head).unwrap();
+    first.flush().unwrap();
+    let duplicate = || {
+        let r = a
+            .post(srv.url("/v1/files?path=/notes/slow.txt"))
+            .header("authorization", format!("Bearer {admin}"))
+            .header("idempotency-key", "slow-1")
+            .send(&body[..])
+            .unwrap();
+        let status = r.status().as_u16();
+        let body: Value = serde_json::from_str(&r.into_body().read_to_string().unwrap()).unwrap();
+        (status, body)
+    };
+    // The same key while the first is running: refused, and nothing runs.
+    // (The pause lets the server take the first request's headers.)
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (status, refused) = duplicate();
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["code"], "idempotency_conflict", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("still in progress"),
+        "{refused}"
+    );
+    // The first finishes normally...
+    first.write_all(tail).unwrap();
+    let mut reply = String::new();
+    first.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 201"), "{reply}");
+    // ...and a retry now gets its answer instead of running again.
+    let (status, b) = duplicate();
+    assert_eq!(status, 200, "{b}");
+    assert_eq!(b["replayed"], true, "{b}");
+    assert_eq!(b["file"]["path"], "/notes/slow.txt");
+}
+
+#[test]
 fn tokens_are_required_and_expire_revoke_and_run_out() {
     let ws = Ws::new();
     let reader = token(&ws, "reader", "read", &[]);

@@ -44,6 +44,8 @@ pub(crate) struct AppState {
     pub opts: Arc<ServeOptions>,
     /// Wakes the background processor after a file upload.
     pub work: Arc<tokio::sync::Notify>,
+    /// Idempotency keys (per caller) whose request is running now.
+    pub in_flight: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
 }
 
 pub use rest::serve;

@@ -472,9 +472,32 @@ async fn export(
         .into_response())
 }
 
+/// A claimed idempotency key, released when dropped (also when the request
+/// fails, panics or its client goes away).
+struct InFlight {
+    set: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
+    key: String,
+}
+
+impl InFlight {
+    fn claim(st: &AppState, key: String) -> Option<Self> {
+        st.in_flight.lock().insert(key.clone()).then(|| Self {
+            set: st.in_flight.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.set.lock().remove(&self.key);
+    }
+}
+
 /// `Idempotency-Key` on writes the service does not dedupe itself: the
 /// first successful answer is kept and replayed (200, `replayed: true`);
 /// the same key with a different request is 409 `idempotency_conflict`.
+/// A second request with a key whose first is still running is 409 too.
 /// Without the header the write simply runs.
 async fn replayable(State(st): State<AppState>, req: Request, next: Next) -> Response {
     let Some(key) = req
@@ -491,6 +514,19 @@ async fn replayable(State(st): State<AppState>, req: Request, next: Next) -> Res
         .get::<Access>()
         .and_then(|a| a.token_id().map(str::to_string))
         .unwrap_or_else(|| "owner".into());
+    // One request per key at a time, claimed before its body is read and
+    // held until its reply is kept: a duplicate arriving later finds the
+    // kept reply instead of running again.
+    let Some(_running) = InFlight::claim(&st, format!("{caller}\0{key}")) else {
+        return ApiError(
+            MemError::new(
+                ErrorCode::IdempotencyConflict,
+                "a request with this Idempotency-Key is still in progress",
+            )
+            .with_hint("retry once it has finished: the retry gets its answer"),
+        )
+        .into_response();
+    };
     let (parts, body) = req.into_parts();
     let limit = st.opts.file_body_limit.max(st.opts.json_body_limit);
     let bytes = match axum::body::to_bytes(body, limit).await {
@@ -1009,6 +1045,7 @@ pub async fn serve(
         metrics: Arc::new(Metrics::default()),
         opts: Arc::new(opts),
         work: Arc::new(tokio::sync::Notify::new()),
+        in_flight: Default::default(),
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let worker = tokio::spawn(process_files(state.clone(), cancel.clone()));
