@@ -237,6 +237,22 @@ fn rest_writes_are_idempotent_and_errors_are_structured() {
         r.text
     );
 
+    // Reads sent as POST (search, context) have nothing to replay: a key
+    // reused for another query is not a conflict, and no answer goes stale.
+    for q in ["tuesday", "deploys"] {
+        let r = send(
+            &a,
+            "POST",
+            &srv.url("/v1/search"),
+            Some(&admin),
+            Some(&json!({ "query": q })),
+            &[("idempotency-key", "read-1")],
+        );
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.body["query"], q);
+        assert!(r.body.get("replayed").is_none(), "{}", r.text);
+    }
+
     // Metrics count requests per route template.
     let m = send(&a, "GET", &srv.url("/metrics"), None, None, &[]);
     assert_eq!(m.status, 200);

@@ -203,8 +203,14 @@ pub trait SearchIndex: Send + Sync {
     fn upsert(&self, docs: Vec<IndexDoc>) -> Result<(), IndexError>;
     /// Removes every document whose `record_id` matches.
     fn remove_record(&self, record_id: &str) -> Result<(), IndexError>;
-    /// Publishes and persists pending changes, recording `watermark`.
+    /// Publishes pending changes and persists them, recording `watermark`.
+    /// A lane may defer the costly part of persisting (see `flush`); after
+    /// a crash it reopens at an earlier watermark and the caller replays.
     fn commit(&self, watermark: u64) -> Result<(), IndexError>;
+    /// Persists whatever `commit` deferred (on shutdown, after bulk work).
+    fn flush(&self) -> Result<(), IndexError> {
+        Ok(())
+    }
     /// The event sequence number of the last commit (0 when empty).
     fn watermark(&self) -> u64;
     /// Drops every document (before a full rebuild).

@@ -158,6 +158,7 @@ fn main() {
     }
     ix.upsert(batch).expect("upsert");
     ix.commit(n as u64).expect("commit");
+    ix.flush().expect("flush");
     let ingest = started.elapsed().as_secs_f64();
     let stats = ix.stats();
     println!(

@@ -84,6 +84,9 @@ pub struct NativeIndex {
     catalog: RwLock<Catalog>,
     watermark: AtomicU64,
     rebuild: AtomicBool,
+    /// Tests: drop without saving, as a killed process would.
+    #[cfg(test)]
+    killed: AtomicBool,
 }
 
 impl std::fmt::Debug for NativeIndex {
@@ -126,7 +129,7 @@ impl NativeIndex {
         let mut watermark = lex_wm;
         let semantic = match embedder {
             Some(embedder) => {
-                let (vectors, stale) = Vectors::open(
+                let (mut vectors, stale) = Vectors::open(
                     &dir.join("vectors"),
                     embedder.model_id(),
                     embedder.dimensions(),
@@ -134,6 +137,11 @@ impl NativeIndex {
                 if stale && (lex_wm > 0 || catalog.len() > 0) {
                     rebuild = true;
                 }
+                // Vectors are saved after the lexical commit; a crash between
+                // leaves vectors of documents already removed. Nothing could
+                // find them (searches go through the catalog), but forgotten
+                // content's vectors must not stay on disk.
+                vectors.drop_unknown(|k| catalog.get(k).is_some())?;
                 watermark = watermark.min(vectors.watermark());
                 Some(Semantic {
                     embedder,
@@ -159,6 +167,8 @@ impl NativeIndex {
             catalog: RwLock::new(catalog),
             watermark: AtomicU64::new(watermark),
             rebuild: AtomicBool::new(rebuild),
+            #[cfg(test)]
+            killed: AtomicBool::new(false),
         })
     }
 
@@ -286,18 +296,31 @@ impl SearchIndex for NativeIndex {
 
     fn commit(&self, watermark: u64) -> Result<(), IndexError> {
         self.lexical.commit(watermark)?;
+        self.watermark.store(watermark, Ordering::SeqCst);
+        self.rebuild.store(false, Ordering::SeqCst);
         if let Some(sem) = &self.semantic {
             let retired = std::mem::take(&mut *sem.retired.lock());
             let mut vectors = sem.vectors.write();
             for key in retired.into_keys() {
                 vectors.remove(key)?;
             }
-            if sem.failed.lock().is_none() {
+            if sem.failed.lock().is_none() && vectors.save_due() {
                 vectors.save(watermark)?;
             }
         }
-        self.watermark.store(watermark, Ordering::SeqCst);
-        self.rebuild.store(false, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), IndexError> {
+        if let Some(sem) = &self.semantic
+            && sem.failed.lock().is_none()
+        {
+            let mut vectors = sem.vectors.write();
+            let watermark = self.watermark();
+            if vectors.dirty() || vectors.watermark() != watermark {
+                vectors.save(watermark)?;
+            }
+        }
         Ok(())
     }
 
@@ -434,6 +457,20 @@ fn dir_size(dir: &Path) -> u64 {
                 .sum()
         })
         .unwrap_or(0)
+}
+
+impl Drop for NativeIndex {
+    /// Saves what a deferred vector save still holds; if this never runs
+    /// (the process is killed) the next open replays it instead.
+    fn drop(&mut self) {
+        #[cfg(test)]
+        if self.killed.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Err(e) = self.flush() {
+            tracing::warn!(error = %e, "cannot save the vectors on close");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -108,17 +108,23 @@ fn both_lanes_find_and_report_ranks_and_matched_terms() {
     assert_eq!(ix.watermark(), 3);
 }
 
+/// A secret (`m1`) and a public note (`m2`), committed at 1.
+fn secret_and_public(dir: &Path) -> NativeIndex {
+    let ix = open_hashed(dir);
+    ix.upsert(vec![
+        doc("m1", "secret launch code alpha", "/a"),
+        doc("m2", "public notes", "/a"),
+    ])
+    .unwrap();
+    ix.commit(1).unwrap();
+    ix
+}
+
 #[test]
 fn removed_records_leave_both_lanes_at_once_and_after_reopen() {
     let tmp = tempfile::tempdir().unwrap();
     {
-        let ix = open_hashed(tmp.path());
-        ix.upsert(vec![
-            doc("m1", "secret launch code alpha", "/a"),
-            doc("m2", "public notes", "/a"),
-        ])
-        .unwrap();
-        ix.commit(1).unwrap();
+        let ix = secret_and_public(tmp.path());
         ix.remove_record("m1").unwrap();
         ix.commit(2).unwrap();
         let r = ix
@@ -545,4 +551,65 @@ fn reindexing_unchanged_text_keeps_its_vector_and_a_change_reembeds() {
     ix.remove_record("m2").unwrap();
     ix.commit(5).unwrap();
     assert_eq!(ix.stats().vectors, 1);
+}
+
+/// Drops `ix` the way a killed process leaves it: no deferred save.
+fn kill(ix: NativeIndex) {
+    ix.killed.store(true, Ordering::SeqCst);
+    drop(ix);
+}
+
+#[test]
+fn vector_saves_are_deferred_and_a_kill_reopens_at_the_last_save() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    ix.upsert(vec![doc("m1", "the garden needs watering", "/a")])
+        .unwrap();
+    ix.commit(1).unwrap();
+    // Searchable at once, though the vectors are not saved yet.
+    let r = ix
+        .search(&req("watering", SearchFilters::default()))
+        .unwrap();
+    assert_eq!(r.hits[0].semantic_rank, Some(1), "{r:?}");
+    kill(ix);
+    // The lexical lane kept event 1, the vectors did not: replay from 0.
+    let ix = open_hashed(tmp.path());
+    assert_eq!(ix.watermark(), 0);
+    ix.remove_record("m1").unwrap();
+    ix.upsert(vec![doc("m1", "the garden needs watering", "/a")])
+        .unwrap();
+    ix.commit(1).unwrap();
+    ix.flush().unwrap();
+    kill(ix);
+    let ix = open_hashed(tmp.path());
+    assert_eq!(ix.watermark(), 1);
+    assert_eq!(ix.stats().vectors, 1);
+    // A clean close saves too.
+    ix.upsert(vec![doc("m2", "budget review on thursday", "/a")])
+        .unwrap();
+    ix.commit(2).unwrap();
+    drop(ix);
+    let ix = open_hashed(tmp.path());
+    assert_eq!(ix.watermark(), 2);
+    assert_eq!(ix.stats().vectors, 2);
+}
+
+#[test]
+fn vectors_of_records_removed_after_the_last_save_are_dropped_at_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = secret_and_public(tmp.path());
+    ix.flush().unwrap();
+    // Forgotten; the lexical commit lands, the process dies before the
+    // vectors are saved.
+    ix.remove_record("m1").unwrap();
+    ix.commit(2).unwrap();
+    kill(ix);
+    let ix = open_hashed(tmp.path());
+    assert_eq!(ix.stats().vectors, 1, "the stray vector is gone");
+    assert_eq!(ix.watermark(), 1);
+    // ...and gone from disk once saved.
+    ix.flush().unwrap();
+    drop(ix);
+    let keys = std::fs::read(tmp.path().join("vectors/vectors.keys")).unwrap();
+    assert_eq!(keys, key_of("m2").to_le_bytes());
 }

@@ -1,16 +1,27 @@
 //! The semantic lane's store: a usearch cosine HNSW index keyed by
-//! [`crate::catalog::key_of`], saved beside a small state file naming the
-//! model that made the vectors and the watermark they are current to.
-//! Vectors of another model are never mixed in: a mismatch marks the lane
-//! stale and the owner rebuilds it.
+//! [`crate::catalog::key_of`], saved beside the list of its keys (usearch
+//! cannot enumerate them) and a small state file naming the model that made
+//! the vectors and the watermark they are current to. Vectors of another
+//! model are never mixed in: a mismatch marks the lane stale and the owner
+//! rebuilds it.
+//!
+//! Saving rewrites the whole index file (90 MB at 100k memories), so it is
+//! not done at every commit but at most every [`SAVE_EVERY`] and when the
+//! index is flushed or dropped; after a crash the lane reopens at its last
+//! saved watermark and the caller replays what came after.
 
 use mem_core::index::IndexError;
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 const INDEX_FILE: &str = "vectors.usearch";
+const KEYS_FILE: &str = "vectors.keys";
 const STATE_FILE: &str = "vectors.json";
+/// Longest a committed change waits before the vectors are saved.
+pub(crate) const SAVE_EVERY: Duration = Duration::from_secs(5);
 /// Below this many candidate documents the lane compares exhaustively:
 /// exact, and faster than a graph walk that rejects most nodes.
 const EXACT_BELOW: usize = 4096;
@@ -28,9 +39,12 @@ fn io(e: impl std::fmt::Display) -> IndexError {
 
 pub(crate) struct Vectors {
     index: Index,
+    /// Every key in `index`.
+    keys: HashSet<u64>,
     dir: PathBuf,
     state: State,
     dirty: bool,
+    saved_at: Instant,
 }
 
 impl std::fmt::Debug for Vectors {
@@ -75,30 +89,51 @@ impl Vectors {
         };
         if let Some(s) = saved.filter(|s| s.model == model && s.dimensions == dimensions)
             && let Some(path) = index_path.to_str()
+            && let Some(keys) = read_keys(&dir.join(KEYS_FILE))
         {
             let index = new_index(dimensions)?;
-            if index.load(path).is_ok() && index.dimensions() == dimensions {
-                return Ok((
-                    Self {
-                        index,
-                        dir: dir.to_path_buf(),
-                        state: s,
-                        dirty: false,
-                    },
-                    false,
-                ));
+            // The keys must be exactly the index's (both are renamed into
+            // place one after the other; a crash between leaves a mismatch).
+            if index.load(path).is_ok()
+                && index.dimensions() == dimensions
+                && index.size() == keys.len()
+                && keys.iter().all(|&k| index.contains(k))
+            {
+                return Ok((Self::with(index, keys, dir, s, false), false));
             }
         }
         let index = new_index(dimensions)?;
-        Ok((
-            Self {
-                index,
-                dir: dir.to_path_buf(),
-                state: fresh,
-                dirty: true,
-            },
-            true,
-        ))
+        Ok((Self::with(index, HashSet::new(), dir, fresh, true), true))
+    }
+
+    fn with(index: Index, keys: HashSet<u64>, dir: &Path, state: State, dirty: bool) -> Self {
+        Self {
+            index,
+            keys,
+            dir: dir.to_path_buf(),
+            state,
+            dirty,
+            saved_at: Instant::now(),
+        }
+    }
+
+    /// Keys that `known` does not know (documents removed after the last
+    /// save whose removal was lost with the process): removed here.
+    pub fn drop_unknown(&mut self, known: impl Fn(u64) -> bool) -> Result<usize, IndexError> {
+        let stray: Vec<u64> = self.keys.iter().copied().filter(|&k| !known(k)).collect();
+        for &k in &stray {
+            self.remove(k)?;
+        }
+        Ok(stray.len())
+    }
+
+    /// Unsaved changes older than [`SAVE_EVERY`].
+    pub fn save_due(&self) -> bool {
+        self.dirty && self.saved_at.elapsed() >= SAVE_EVERY
+    }
+
+    pub fn dirty(&self) -> bool {
+        self.dirty
     }
 
     pub fn watermark(&self) -> u64 {
@@ -130,6 +165,7 @@ impl Vectors {
                 .map_err(io)?;
         }
         self.index.add(key, vector).map_err(io)?;
+        self.keys.insert(key);
         self.dirty = true;
         Ok(())
     }
@@ -139,17 +175,20 @@ impl Vectors {
             self.index.remove(key).map_err(io)?;
             self.dirty = true;
         }
+        self.keys.remove(&key);
         Ok(())
     }
 
     pub fn clear(&mut self) -> Result<(), IndexError> {
         self.index = new_index(self.state.dimensions)?;
+        self.keys.clear();
         self.dirty = true;
         Ok(())
     }
 
-    /// Saves the index (when changed) and the state, each through a
-    /// temporary file and a rename, so a crash leaves the old or the new.
+    /// Saves the index and its keys (when changed) and the state, each
+    /// through a temporary file and a rename, so a crash leaves the old or
+    /// the new (a crash between the two renames is caught at open).
     pub fn save(&mut self, watermark: u64) -> Result<(), IndexError> {
         if self.dirty {
             let tmp = self.dir.join(format!("{INDEX_FILE}.tmp"));
@@ -157,8 +196,13 @@ impl Vectors {
                 .to_str()
                 .ok_or_else(|| IndexError::Io("index path is not UTF-8".into()))?;
             self.index.save(tmp_str).map_err(io)?;
+            let keys_tmp = self.dir.join(format!("{KEYS_FILE}.tmp"));
+            let bytes: Vec<u8> = self.keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+            std::fs::write(&keys_tmp, bytes).map_err(io)?;
             std::fs::rename(&tmp, self.dir.join(INDEX_FILE)).map_err(io)?;
+            std::fs::rename(&keys_tmp, self.dir.join(KEYS_FILE)).map_err(io)?;
             self.dirty = false;
+            self.saved_at = Instant::now();
         }
         self.state.watermark = watermark;
         let tmp = self.dir.join(format!("{STATE_FILE}.tmp"));
@@ -215,4 +259,18 @@ impl Vectors {
             .map(|m| m.len())
             .unwrap_or(0)
     }
+}
+
+/// The saved key list (little-endian u64s), if present and well formed.
+fn read_keys(path: &Path) -> Option<HashSet<u64>> {
+    let bytes = std::fs::read(path).ok()?;
+    if bytes.len() % 8 != 0 {
+        return None;
+    }
+    Some(
+        bytes
+            .chunks_exact(8)
+            .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes))
+            .collect(),
+    )
 }

@@ -5,8 +5,9 @@
 //! `mem-host serve`, and drives `POST /v1/search` for `MEM_BENCH_SECS`
 //! seconds (default 10) at concurrency 1, 8 and 64, printing requests/s,
 //! p50, p99 and the error count for each; then the sequential p50/p99 of
-//! lexical-only search, hybrid search and context packs over
-//! `MEM_BENCH_QUERIES` queries (default 1000).
+//! lexical-only search, hybrid search, context packs and single remembers
+//! over `MEM_BENCH_QUERIES` requests each (default 1000); then the
+//! server's RSS and the workspace's size on disk.
 
 mod common;
 
@@ -248,7 +249,7 @@ fn main() {
             "--name",
             &format!("bench-{}", std::process::id()),
             "--scope",
-            "search",
+            "search,write",
         ],
     );
     let secret = serde_json::from_slice::<serde_json::Value>(&out).expect("token json")["secret"]
@@ -371,37 +372,52 @@ fn main() {
         .build()
         .into();
     let n_seq = env_usize("MEM_BENCH_QUERIES", 1000);
-    for (label, path, extra) in [
+    // The last row writes (to its own folder, so the searched corpus barely
+    // changes between runs): what an agent waits for when it remembers.
+    for (label, path, text_field, extra) in [
         (
             "search, lexical only",
             "/v1/search",
+            "query",
             serde_json::json!({ "lexical_only": true, "limit": 10 }),
         ),
         (
             "search, hybrid",
             "/v1/search",
+            "query",
             serde_json::json!({ "limit": 10 }),
         ),
         (
             "context pack",
             "/v1/context",
+            "query",
             serde_json::json!({ "max_chars": 4000 }),
+        ),
+        (
+            "remember",
+            "/v1/memories",
+            "content",
+            serde_json::json!({ "kind": "note", "path": "/bench-writes" }),
         ),
     ] {
         let mut times = Vec::with_capacity(n_seq);
         let mut errors = 0;
         for i in 0..n_seq {
             let mut body = extra.clone();
-            body["query"] = serde_json::Value::String(rng.sentence(2 + i % 3));
+            body[text_field] = serde_json::Value::String(rng.sentence(2 + i % 3));
             let started = Instant::now();
             let ok = agent
                 .post(format!("{base}{path}"))
                 .header("authorization", format!("Bearer {secret}"))
                 .header("content-type", "application/json")
+                .header(
+                    "idempotency-key",
+                    format!("bench-{}-{i}", std::process::id()),
+                )
                 .send(serde_json::to_vec(&body).expect("json"))
                 .map(|mut r| {
                     let _ = r.body_mut().read_to_vec();
-                    r.status().as_u16() == 200
+                    matches!(r.status().as_u16(), 200 | 201)
                 })
                 .unwrap_or(false);
             if ok {

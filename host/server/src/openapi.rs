@@ -32,6 +32,7 @@ pub(crate) struct RouteDoc {
     response: Option<SchemaFn>,
     created: bool,
     idempotent: bool,
+    reads: bool,
 }
 
 fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
@@ -75,6 +76,7 @@ where
         response: (!is_unit::<R>()).then_some(schema_of::<R> as SchemaFn),
         created: false,
         idempotent: false,
+        reads: false,
     }
 }
 
@@ -97,10 +99,16 @@ impl RouteDoc {
         self.idempotent = true;
         self
     }
+    /// A POST that only reads (its body is a query): nothing to replay,
+    /// and a kept answer would go stale.
+    pub fn reads(mut self) -> Self {
+        self.reads = true;
+        self
+    }
     /// A write without idempotency of its own: it takes an optional
     /// `Idempotency-Key` handled by the server's reply store.
     pub fn replayable(&self) -> bool {
-        self.method != "get" && !self.idempotent
+        self.method != "get" && !self.idempotent && !self.reads
     }
     /// Answers with raw bytes rather than JSON.
     pub fn raw_response(mut self) -> Self {

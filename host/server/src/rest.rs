@@ -746,7 +746,8 @@ pub(crate) fn routes() -> Vec<(RouteDoc, MethodRouter<AppState>)> {
                 "search",
                 Scope::Search,
             )
-            .summary("Hybrid lexical + semantic search"),
+            .summary("Hybrid lexical + semantic search")
+            .reads(),
             post(with_body(|c, q: s::recall::SearchQuery| c.search(&q))),
         ),
         r(
@@ -756,7 +757,8 @@ pub(crate) fn routes() -> Vec<(RouteDoc, MethodRouter<AppState>)> {
                 "context",
                 Scope::Search,
             )
-            .summary("A cited, budgeted context pack"),
+            .summary("A cited, budgeted context pack")
+            .reads(),
             post(with_body(|c, q: s::recall::ContextRequest| c.context(&q))),
         ),
         r(
@@ -766,7 +768,8 @@ pub(crate) fn routes() -> Vec<(RouteDoc, MethodRouter<AppState>)> {
                 "check",
                 Scope::Search,
             )
-            .summary("Check an intended action against constraints"),
+            .summary("Check an intended action against constraints")
+            .reads(),
             post(with_body(|c, q: s::check::CheckRequest| c.check(&q))),
         ),
         r(
@@ -860,7 +863,8 @@ pub(crate) fn routes() -> Vec<(RouteDoc, MethodRouter<AppState>)> {
                 "auditVerify",
                 Scope::Admin,
             )
-            .summary("Verify the audit hash chain"),
+            .summary("Verify the audit hash chain")
+            .reads(),
             post(plain(|c| c.admin()?.audit_verify())),
         ),
         r(
@@ -1071,7 +1075,8 @@ pub async fn serve(
     Ok(())
 }
 
-/// Background processing of uploaded files by the processor plugins.
+/// Background processing of uploaded files by the processor plugins, and
+/// saving what the index deferred.
 async fn process_files(state: AppState, cancel: tokio_util::sync::CancellationToken) {
     const IDLE: Duration = Duration::from_secs(5);
     loop {
@@ -1081,7 +1086,14 @@ async fn process_files(state: AppState, cancel: tokio_util::sync::CancellationTo
             _ = tokio::time::sleep(IDLE) => {}
         }
         let svc = state.svc.clone();
-        match tokio::task::spawn_blocking(move || svc.process_pending(None)).await {
+        // Then persist what the index deferred (vectors are saved at most
+        // every few seconds while writes arrive; this saves after the last).
+        let work = move || {
+            let processed = svc.process_pending(None);
+            let flushed = svc.flush();
+            processed.and(flushed)
+        };
+        match tokio::task::spawn_blocking(work).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::warn!(error = %e.message, "background processing failed"),
             Err(e) => tracing::warn!(error = %e, "background processing worker failed"),

@@ -92,7 +92,12 @@ impl Service {
     /// Makes every deferred write durable (bulk commands call this before
     /// acknowledging).
     pub fn flush(&self) -> mem_core::MemResult<()> {
-        Ok(self.store.flush()?)
+        self.store.flush()?;
+        // Derived state too (an index not opened yet has nothing to save).
+        if let Some(index) = self.recall.index.get() {
+            index.flush()?;
+        }
+        Ok(())
     }
 
     pub fn config(&self) -> &WorkspaceConfig {
