@@ -20,22 +20,29 @@ fn send(
     body: Option<&Value>,
     headers: &[(&str, &str)],
 ) -> Reply {
-    let builder = ureq::http::Request::builder().method(method).uri(url);
-    let builder = match secret {
-        Some(s) => builder.header("authorization", format!("Bearer {s}")),
-        None => builder,
+    let attempt = |agent: &Agent| {
+        let builder = ureq::http::Request::builder().method(method).uri(url);
+        let builder = match secret {
+            Some(s) => builder.header("authorization", format!("Bearer {s}")),
+            None => builder,
+        };
+        let builder = headers.iter().fold(builder, |b, (k, v)| b.header(*k, *v));
+        match body {
+            Some(b) => agent.run(
+                builder
+                    .header("content-type", "application/json")
+                    .body(serde_json::to_vec(b).unwrap())
+                    .unwrap(),
+            ),
+            None => agent.run(builder.body(()).unwrap()),
+        }
     };
-    let builder = headers.iter().fold(builder, |b, (k, v)| b.header(*k, *v));
-    let resp = match body {
-        Some(b) => agent.run(
-            builder
-                .header("content-type", "application/json")
-                .body(serde_json::to_vec(b).unwrap())
-                .unwrap(),
-        ),
-        None => agent.run(builder.body(()).unwrap()),
-    }
-    .unwrap();
+    // A pooled keep-alive connection can be closed by the server just as
+    // it is reused (no response at all): retry once on a new connection,
+    // as HTTP clients do. A server that is down fails both.
+    let resp = attempt(agent)
+        .or_else(|first| attempt(&http()).map_err(|again| format!("{first}; then {again}")))
+        .unwrap_or_else(|e| panic!("{method} {url}: no response: {e}"));
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let text = resp.into_body().read_to_string().unwrap_or_default();

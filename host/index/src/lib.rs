@@ -140,8 +140,11 @@ impl NativeIndex {
                 // Vectors are saved after the lexical commit; a crash between
                 // leaves vectors of documents already removed. Nothing could
                 // find them (searches go through the catalog), but forgotten
-                // content's vectors must not stay on disk.
-                vectors.drop_unknown(|k| catalog.get(k).is_some())?;
+                // content's vectors must not stay on disk. (A rebuild clears
+                // them all anyway.)
+                if !rebuild {
+                    vectors.drop_unknown(|k| catalog.get(k).is_some())?;
+                }
                 watermark = watermark.min(vectors.watermark());
                 Some(Semantic {
                     embedder,
