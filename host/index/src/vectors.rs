@@ -127,7 +127,7 @@ impl Vectors {
         Ok(stray.len())
     }
 
-    /// Unsaved changes older than [`SAVE_EVERY`].
+    /// There are unsaved changes and the last save is [`SAVE_EVERY`] old.
     pub fn save_due(&self) -> bool {
         self.dirty && self.saved_at.elapsed() >= SAVE_EVERY
     }
