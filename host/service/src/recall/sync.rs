@@ -15,7 +15,7 @@ use mem_core::model::{Event, FileRecord, Lifecycle, Memory};
 use mem_core::plugin::ProcessedFile;
 use mem_core::store::{Log, Scan, Table};
 use mem_core::{MemError, MemResult};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 
 /// Events read per page while replaying.
@@ -85,11 +85,36 @@ enum Target {
     Remove,
 }
 
+/// Memories read during one step of a sync. A write re-indexes the memory
+/// and both its neighbours, and each of those needs its own neighbours for
+/// context: without this, the same records and path scans were read twice.
+/// Scoped to a page of events (or a group of a rebuild) so it stays small.
+#[derive(Default)]
+struct Reads {
+    memories: HashMap<String, Option<Memory>>,
+    /// A memory's neighbours in its scope (before, after), by its id.
+    around: HashMap<String, [Option<String>; 2]>,
+}
+
 impl Service {
+    fn memory_read(&self, reads: &mut Reads, id: &str) -> MemResult<Option<Memory>> {
+        if let Some(m) = reads.memories.get(id) {
+            return Ok(m.clone());
+        }
+        let m = load::<Memory>(self.store(), Table::Memories, id)?.map(|m| m.value);
+        reads.memories.insert(id.to_string(), m.clone());
+        Ok(m)
+    }
+
     /// The memory written just before (`before`) or after `m` in the same
     /// scope, if any and not forgotten: the context a conversational or
     /// session memory is read in.
-    fn neighbour_in_scope(&self, m: &Memory, before: bool) -> MemResult<Option<Memory>> {
+    fn neighbour_in_scope(
+        &self,
+        reads: &mut Reads,
+        m: &Memory,
+        before: bool,
+    ) -> MemResult<Option<Memory>> {
         let prefix = format!("{}\0", m.path.as_str());
         let after = format!("{prefix}{}", m.id);
         let page = self.store().scan(
@@ -107,49 +132,65 @@ impl Service {
         let Some(id) = key.strip_prefix(&prefix) else {
             return Ok(None);
         };
-        Ok(load::<Memory>(self.store(), Table::Memories, id)?
-            .map(|p| p.value)
+        Ok(self
+            .memory_read(reads, id)?
             .filter(|p| p.lifecycle != Lifecycle::Forgotten))
+    }
+
+    /// Both neighbours of `m` (before, after), each looked up once per sync step.
+    fn neighbours(&self, reads: &mut Reads, m: &Memory) -> MemResult<Vec<Memory>> {
+        let ids = match reads.around.get(&m.id) {
+            Some(ids) => ids.clone(),
+            None => {
+                let mut ids = [None, None];
+                for (slot, before) in ids.iter_mut().zip([true, false]) {
+                    *slot = self.neighbour_in_scope(reads, m, before)?.map(|n| n.id);
+                }
+                reads.around.insert(m.id.clone(), ids.clone());
+                ids
+            }
+        };
+        let mut out = Vec::new();
+        for id in ids.iter().flatten() {
+            out.extend(self.memory_read(reads, id)?);
+        }
+        Ok(out)
     }
 
     /// The neighbours of the memories among `targets`: a memory written,
     /// changed or forgotten changes their indexed context too.
-    fn neighbours_of(&self, targets: &BTreeSet<String>) -> MemResult<BTreeSet<String>> {
+    fn neighbours_of(
+        &self,
+        reads: &mut Reads,
+        targets: &BTreeSet<String>,
+    ) -> MemResult<BTreeSet<String>> {
         let mut out = BTreeSet::new();
         for id in targets {
-            let Some(m) = load::<Memory>(self.store(), Table::Memories, id)? else {
-                continue;
-            };
-            for before in [true, false] {
-                if let Some(n) = self.neighbour_in_scope(&m.value, before)? {
-                    out.insert(n.id);
-                }
+            if let Some(m) = self.memory_read(reads, id)? {
+                out.extend(self.neighbours(reads, &m)?.into_iter().map(|n| n.id));
             }
         }
         Ok(out)
     }
 
     /// Both neighbours' text, the indexed context of `m`.
-    fn neighbour_context(&self, m: &Memory) -> MemResult<Option<String>> {
-        let parts: Vec<String> = [true, false]
+    fn neighbour_context(&self, reads: &mut Reads, m: &Memory) -> MemResult<Option<String>> {
+        let parts: Vec<String> = self
+            .neighbours(reads, m)?
             .into_iter()
-            .map(|before| self.neighbour_in_scope(m, before))
-            .collect::<MemResult<Vec<_>>>()?
-            .into_iter()
-            .flatten()
             .filter_map(|n| n.content)
             .collect();
         Ok((!parts.is_empty()).then(|| parts.join("\n")))
     }
 
-    fn target_of(&self, record_id: &str) -> MemResult<Option<Target>> {
-        if let Some(m) = load::<Memory>(self.store(), Table::Memories, record_id)? {
-            let context = if m.value.lifecycle == Lifecycle::Forgotten {
+    fn target_of(&self, reads: &mut Reads, record_id: &str) -> MemResult<Option<Target>> {
+        if let Some(m) = self.memory_read(reads, record_id)? {
+            let context = if m.lifecycle == Lifecycle::Forgotten {
                 None
             } else {
-                self.neighbour_context(&m.value)?
+                self.neighbour_context(reads, &m)?
             };
-            return Ok(Some(match memory_doc(&m.value, context) {
+            return Ok(Some(match memory_doc(&m, context) {
                 Some(d) => Target::Upsert(vec![d]),
                 None => Target::Remove,
             }));
@@ -165,10 +206,15 @@ impl Service {
         Ok(Some(Target::Remove))
     }
 
-    fn apply(&self, index: &dyn SearchIndex, targets: &BTreeSet<String>) -> MemResult<()> {
+    fn apply(
+        &self,
+        index: &dyn SearchIndex,
+        reads: &mut Reads,
+        targets: &BTreeSet<String>,
+    ) -> MemResult<()> {
         let mut docs: Vec<IndexDoc> = Vec::new();
         for id in targets {
-            match self.target_of(id)? {
+            match self.target_of(reads, id)? {
                 Some(Target::Upsert(d)) => {
                     // Replace all of a record's documents (a file may lose chunks).
                     index.remove_record(id)?;
@@ -212,9 +258,10 @@ impl Service {
                     targets.insert(ev.target);
                 }
             }
-            let neighbours = self.neighbours_of(&targets)?;
+            let mut reads = Reads::default();
+            let neighbours = self.neighbours_of(&mut reads, &targets)?;
             targets.extend(neighbours);
-            self.apply(index, &targets)?;
+            self.apply(index, &mut reads, &targets)?;
             index.commit(last)?;
             applied += page.len() as u64;
             after = last;
@@ -270,7 +317,13 @@ impl Service {
             records.insert(id);
         }
         let n = records.len() as u64;
-        self.apply(index, &records)?;
+        // Records in id order rarely neighbour each other: read each group
+        // afresh rather than hold every memory of the workspace.
+        let records: Vec<String> = records.into_iter().collect();
+        for group in records.chunks(UPSERT_GROUP) {
+            let group: BTreeSet<String> = group.iter().cloned().collect();
+            self.apply(index, &mut Reads::default(), &group)?;
+        }
         index.commit(watermark)?;
         self.recall.caught_up.store(true, Ordering::SeqCst);
         Ok(n)
