@@ -362,9 +362,68 @@ fn context_pack_is_cited_budgeted_and_explains_itself() {
 }
 
 #[test]
+fn a_period_named_in_the_query_ranks_memories_from_then_first() {
+    let ws = Ws::new();
+    let july = remember(
+        &ws,
+        "Joanna hiked to Whispering Falls with friends",
+        &["--event-at", "2023-07-08T10:00:00Z", "--path", "/j/july"],
+    );
+    let may = remember(
+        &ws,
+        "Joanna hiked to Whispering Falls alone on a quiet morning",
+        &["--event-at", "2023-05-20T10:00:00Z", "--path", "/j/may"],
+    );
+    let id = |m: &Value| m["id"].as_str().unwrap().to_string();
+    // Without a period the shorter (July) memory is the better match.
+    let plain = search(&ws, &["where did Joanna hike"]);
+    assert!(plain.get("period").is_none(), "{plain}");
+    assert_eq!(hit_ids(&plain), [id(&july), id(&may)], "{plain}");
+    for (query, named) in [
+        ("where did Joanna hike in May 2023", "May 2023"),
+        ("where did Joanna hike in May", "in May"),
+        ("where did Joanna hike on 20 May, 2023", "20 May, 2023"),
+    ] {
+        let r = search(&ws, &[query]);
+        assert_eq!(r["period"]["text"], named, "{r}");
+        // Nothing is filtered out: July is still a hit, ranked after May.
+        assert_eq!(hit_ids(&r), [id(&may), id(&july)], "{query}: {r}");
+        assert_eq!(r["hits"][0]["in_period"], true);
+        assert!(r["hits"][1].get("in_period").is_none(), "{r}");
+    }
+    let r = search(&ws, &["where did Joanna hike in July 2023"]);
+    assert_eq!(hit_ids(&r), [id(&july), id(&may)], "{r}");
+
+    let pack = run(&ws, &["context", "where did Joanna hike in May 2023"])
+        .ok()
+        .json();
+    assert_eq!(pack["trace"]["query"]["period"]["text"], "May 2023");
+    assert_eq!(
+        pack["trace"]["query"]["period"]["from"],
+        "2023-05-01T00:00:00Z"
+    );
+    let items: Vec<&Value> = ["must", "should", "context"]
+        .iter()
+        .flat_map(|lane| pack[lane].as_array().unwrap())
+        .collect();
+    let item = items.iter().find(|i| i["id"] == may["id"]).unwrap();
+    assert!(
+        item["reason"]
+            .as_str()
+            .unwrap()
+            .contains("from the period the query names"),
+        "{item}"
+    );
+}
+
+#[test]
 fn search_and_context_output_validate_against_their_schemas() {
     let ws = Ws::new();
-    remember(&ws, "schemas keep surfaces honest", &["--kind", "decision"]);
+    remember(
+        &ws,
+        "schemas keep surfaces honest",
+        &["--kind", "decision", "--event-at", "2025-03-04T09:00:00Z"],
+    );
     let schema_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas");
     let check = |name: &str, doc: &Value| {
         let text = std::fs::read_to_string(schema_dir.join(format!("{name}.schema.json"))).unwrap();
@@ -376,9 +435,17 @@ fn search_and_context_output_validate_against_their_schemas() {
         assert!(errors.is_empty(), "{name}: {errors:?}\n{doc}");
     };
     check("search-result", &search(&ws, &["schemas"]));
+    // A query that names a period adds it to the result and the trace.
+    let dated = search(&ws, &["schemas in March 2025"]);
+    assert_eq!(dated["hits"][0]["in_period"], true, "{dated}");
+    check("search-result", &dated);
     check(
         "context-pack",
         &run(&ws, &["context", "schemas"]).ok().json(),
+    );
+    check(
+        "context-pack",
+        &run(&ws, &["context", "schemas in March"]).ok().json(),
     );
     check(
         "search-request",

@@ -80,6 +80,36 @@ pub struct SearchFilters {
     pub lifecycles: Vec<String>,
 }
 
+/// A period the query names ("in May 2023", "on 1 May, 2023", "last
+/// week"): documents from then rank higher. A soft preference, unlike the
+/// `since`/`until` filters, because a question worded around a date often
+/// means something told a little before or after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Period {
+    /// The words of the query that name the period.
+    pub text: String,
+    /// Start (inclusive) and end (exclusive) of a dated period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<crate::time::Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<crate::time::Timestamp>,
+    /// A month named without a year ("in June", 1-12): that month of any year.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub month: Option<u32>,
+}
+
+impl Period {
+    /// Whether a document's time (unix ms) falls in the period.
+    pub fn contains(&self, t_ms: i64) -> bool {
+        use chrono::Datelike;
+        if let Some(m) = self.month {
+            return chrono::DateTime::from_timestamp_millis(t_ms).is_some_and(|t| t.month() == m);
+        }
+        self.from.is_none_or(|f| t_ms >= f.timestamp_millis())
+            && self.until.is_none_or(|u| t_ms < u.timestamp_millis())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchRequest {
     pub query: String,
@@ -87,6 +117,9 @@ pub struct SearchRequest {
     pub limit: usize,
     /// Run the semantic lane when a model is active.
     pub semantic: bool,
+    /// A period the query names, if any (see [`Period`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<Period>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -129,6 +162,9 @@ pub struct IndexHit {
     /// Query terms found in the document (lexical lane).
     pub matched_terms: Vec<String>,
     pub locator: Option<String>,
+    /// The document's time is in the request's period (it ranked higher).
+    #[serde(default)]
+    pub in_period: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

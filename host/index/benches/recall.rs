@@ -203,6 +203,7 @@ fn main() {
                     filters,
                     limit: 10,
                     semantic,
+                    period: None,
                 })
                 .expect("search");
             lat.push(t.elapsed().as_secs_f64() * 1000.0);

@@ -10,6 +10,8 @@ pub(crate) struct Fused {
     pub lexical_rank: Option<u32>,
     pub semantic_rank: Option<u32>,
     pub matched: Vec<String>,
+    /// Raised by [`prefer_period`].
+    pub in_period: bool,
 }
 
 /// How the lanes are combined.
@@ -37,6 +39,7 @@ pub(crate) fn fuse(method: Fusion, lexical: &[LexHit], semantic: &[(String, f32)
                     lexical_rank: None,
                     semantic_rank: None,
                     matched: Vec::new(),
+                    in_period: false,
                 });
                 out.len() - 1
             }
@@ -79,21 +82,39 @@ pub(crate) fn fuse(method: Fusion, lexical: &[LexHit], semantic: &[(String, f32)
             }
         };
     }
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| {
-                a.lexical_rank
-                    .unwrap_or(u32::MAX)
-                    .cmp(&b.lexical_rank.unwrap_or(u32::MAX))
-            })
-            .then_with(|| {
-                a.semantic_rank
-                    .unwrap_or(u32::MAX)
-                    .cmp(&b.semantic_rank.unwrap_or(u32::MAX))
-            })
-    });
+    out.sort_by(ranked);
     out
+}
+
+/// Best first: score, then the better lexical rank, then the better
+/// semantic rank (deterministic for equal scores).
+fn ranked(a: &Fused, b: &Fused) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| {
+            a.lexical_rank
+                .unwrap_or(u32::MAX)
+                .cmp(&b.lexical_rank.unwrap_or(u32::MAX))
+        })
+        .then_with(|| {
+            a.semantic_rank
+                .unwrap_or(u32::MAX)
+                .cmp(&b.semantic_rank.unwrap_or(u32::MAX))
+        })
+}
+
+/// Adds `boost` to the candidates `in_period` accepts and ranks again.
+/// Only fused candidates are raised: a period makes relevant evidence from
+/// then win over equally relevant evidence from other times, it does not
+/// bring in what neither lane found.
+pub(crate) fn prefer_period(fused: &mut [Fused], boost: f32, in_period: impl Fn(&str) -> bool) {
+    for f in fused.iter_mut() {
+        if in_period(&f.doc_id) {
+            f.score += boost;
+            f.in_period = true;
+        }
+    }
+    fused.sort_by(ranked);
 }
 
 #[cfg(test)]
@@ -151,6 +172,21 @@ mod tests {
             &sem(&["b"]),
         );
         assert_eq!(f[0].doc_id, "b");
+    }
+
+    #[test]
+    fn a_period_raises_its_candidates_by_the_boost_only() {
+        let mut f = fuse(
+            Fusion::Linear {
+                lexical_weight: 1.0,
+            },
+            &lex(&["a", "b", "c"]),
+            &[],
+        );
+        // Scores 1.0, 0.9, 0.8: a boost of 0.15 lifts c over b, not over a.
+        prefer_period(&mut f, 0.15, |d| d == "c");
+        let order: Vec<_> = f.iter().map(|h| (h.doc_id.as_str(), h.in_period)).collect();
+        assert_eq!(order, [("a", false), ("c", true), ("b", false)]);
     }
 
     #[test]

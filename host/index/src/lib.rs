@@ -18,7 +18,7 @@ pub mod models;
 mod vectors;
 
 use catalog::{Catalog, DocMeta, embedding_text, key_of};
-use fusion::{Fusion, fuse};
+use fusion::{Fusion, fuse, prefer_period};
 use mem_core::index::{
     Embedder, IndexDoc, IndexError, IndexHit, IndexStats, Lane, LaneReport, LaneStatus,
     SearchIndex, SearchRequest, SearchResponse,
@@ -44,6 +44,15 @@ const MIN_LANE_DEPTH: usize = 60;
 const FUSION: Fusion = Fusion::Linear {
     lexical_weight: 0.7,
 };
+
+/// What a candidate from the period the query names gains, on the fused
+/// scale (0..1). LoCoMo recall_any@10 (759 questions, 89 of which name a
+/// period): 81.3 without, 83.8 with 0.3, better in each of the five
+/// conversations; re-ranking the same fused lists with 0.1, 0.2 and 0.5
+/// gave +1.1, +2.1 and +2.5 points. Large enough to choose among
+/// comparably relevant hits, too small to lift a weak one over a strong
+/// match.
+const PERIOD_BOOST: f32 = 0.3;
 
 /// Cosine similarity below which a nearest neighbour is not evidence: the
 /// semantic lane always returns its k nearest, and without a floor a query
@@ -406,7 +415,15 @@ impl SearchIndex for NativeIndex {
             }
         };
         let catalog = self.catalog.read();
-        let hits = fuse(FUSION, &lex, &sem_hits)
+        let mut fused = fuse(FUSION, &lex, &sem_hits);
+        if let Some(period) = &req.period {
+            prefer_period(&mut fused, PERIOD_BOOST, |doc_id| {
+                catalog
+                    .by_doc_id(doc_id)
+                    .is_some_and(|m| period.contains(m.time_ms))
+            });
+        }
+        let hits = fused
             .into_iter()
             .filter_map(|f| {
                 let m = catalog.by_doc_id(&f.doc_id)?;
@@ -419,6 +436,7 @@ impl SearchIndex for NativeIndex {
                     semantic_rank: f.semantic_rank,
                     matched_terms: f.matched,
                     locator: m.locator.clone(),
+                    in_period: f.in_period,
                 })
             })
             .take(req.limit)

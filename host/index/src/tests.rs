@@ -59,6 +59,7 @@ fn req(q: &str, filters: SearchFilters) -> SearchRequest {
         filters,
         limit: 10,
         semantic: true,
+        period: None,
     }
 }
 
@@ -141,6 +142,47 @@ fn removed_records_leave_both_lanes_at_once_and_after_reopen() {
     assert!(!ids(&r).contains(&"m1"), "{r:?}");
     assert_eq!(ix.stats().documents, 1);
     assert_eq!(ix.stats().vectors, 1);
+}
+
+#[test]
+fn a_named_period_prefers_its_documents_without_filtering_the_rest() {
+    use mem_core::index::Period;
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    let may = mem_core::time::parse_rfc3339("2023-05-10T12:00:00Z").unwrap();
+    let july = mem_core::time::parse_rfc3339("2023-07-10T12:00:00Z").unwrap();
+    let mut in_may = doc("may", "the hiking trip to the falls", "/t");
+    in_may.event_at_ms = Some(may.timestamp_millis());
+    let mut in_july = doc("july", "the hiking trip to the falls", "/t");
+    in_july.event_at_ms = Some(july.timestamp_millis());
+    ix.upsert(vec![in_july, in_may]).unwrap();
+    ix.commit(1).unwrap();
+    let search = |period: Option<Period>| {
+        let mut r = req("hiking trip falls", SearchFilters::default());
+        r.period = period;
+        ix.search(&r).unwrap()
+    };
+    let plain = search(None);
+    assert!(plain.hits.iter().all(|h| !h.in_period), "{plain:?}");
+    for period in [
+        Period {
+            text: "in May 2023".into(),
+            from: Some("2023-05-01T00:00:00Z".parse().unwrap()),
+            until: Some("2023-06-01T00:00:00Z".parse().unwrap()),
+            month: None,
+        },
+        Period {
+            text: "in May".into(),
+            from: None,
+            until: None,
+            month: Some(5),
+        },
+    ] {
+        let r = search(Some(period.clone()));
+        assert_eq!(ids(&r), ["may", "july"], "{period:?}: {r:?}");
+        assert!(r.hits[0].in_period && !r.hits[1].in_period);
+        assert!(r.hits[0].score > r.hits[1].score);
+    }
 }
 
 #[test]

@@ -11,7 +11,7 @@
 use super::{SearchHit, SearchQuery, filters_of};
 use crate::Service;
 use crate::records::load;
-use mem_core::index::{LaneReport, LaneStatus, SourceKind};
+use mem_core::index::{LaneReport, LaneStatus, Period, SourceKind};
 use mem_core::model::Memory;
 use mem_core::plugin::{SelectCandidate, SelectQuery, StageReport};
 use mem_core::store::Table;
@@ -157,6 +157,9 @@ pub struct QueryTrace {
     pub kinds: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The period the query names: items from then ranked higher.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<Period>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -274,6 +277,9 @@ fn recall_reason(h: &SearchHit) -> String {
     }
     if let Some(r) = h.semantic_rank {
         parts.push(format!("semantic rank {r}"));
+    }
+    if h.in_period {
+        parts.push("from the period the query names".into());
     }
     parts.join("; ")
 }
@@ -530,6 +536,7 @@ impl Service {
                     source: req.source.clone(),
                     kinds: req.kinds.clone(),
                     agent: req.agent.clone(),
+                    period: found.period.clone(),
                 },
                 lanes: found.lanes.clone(),
                 candidates_before_filters: unfiltered.hits.len(),

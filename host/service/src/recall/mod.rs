@@ -7,13 +7,14 @@
 //! forgotten). Context packs build on search: see [`context`].
 
 pub mod context;
+mod period;
 mod sync;
 
 use crate::Service;
 use crate::records::load;
 use mem_core::hash::sha256_hex;
 use mem_core::index::{
-    LaneReport, LaneStatus, SearchFilters, SearchIndex, SearchRequest, SourceKind,
+    LaneReport, LaneStatus, Period, SearchFilters, SearchIndex, SearchRequest, SourceKind,
 };
 use mem_core::model::{FileRecord, Memory};
 use mem_core::plugin::ProcessedFile;
@@ -25,6 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use context::{ContextItem, ContextPack, ContextRequest, OmittedItem, PackTrace};
+pub use period::period_in;
 
 /// Default and largest number of hits.
 pub const DEFAULT_SEARCH_LIMIT: usize = 10;
@@ -114,6 +116,10 @@ pub struct SearchHit {
     pub semantic_rank: Option<u32>,
     /// Query words found in the hit.
     pub matched_terms: Vec<String>,
+    /// Its time (event time, else write time) is in the period the query
+    /// names, which ranked it higher.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_period: bool,
     pub excerpt: String,
     /// SHA-256 of the full text the hit stands for.
     pub content_sha256: String,
@@ -140,6 +146,10 @@ pub struct SearchHit {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SearchResult {
     pub query: String,
+    /// The period the query names ("in May 2023", "last week"): hits from
+    /// then rank higher; nothing is filtered out (use `since`/`until`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<Period>,
     pub hits: Vec<SearchHit>,
     /// How each recall lane did; the semantic lane is `unavailable` when no
     /// embedding model is installed.
@@ -359,6 +369,7 @@ impl Service {
                     score: h.score,
                     lexical_rank: h.lexical_rank,
                     semantic_rank: h.semantic_rank,
+                    in_period: h.in_period,
                     matched_terms: h.matched_terms.clone(),
                     excerpt: excerpt(&text, &h.matched_terms),
                     content_sha256: m.content_sha256.clone(),
@@ -401,6 +412,7 @@ impl Service {
                     score: h.score,
                     lexical_rank: h.lexical_rank,
                     semantic_rank: h.semantic_rank,
+                    in_period: h.in_period,
                     matched_terms: h.matched_terms.clone(),
                     excerpt: excerpt(&chunk.text, &h.matched_terms),
                     content_sha256: sha256_hex(chunk.text.as_bytes()),
@@ -428,11 +440,13 @@ impl Service {
         }
         let filters = filters_of(q)?;
         let index = self.require_index()?;
+        let period = period_in(&q.query, mem_core::time::now());
         let req = SearchRequest {
             query: q.query.clone(),
             filters,
             limit,
             semantic: !q.lexical_only,
+            period: period.clone(),
         };
         let resp = index.search(&req)?;
         let mut hits = Vec::with_capacity(resp.hits.len());
@@ -467,6 +481,7 @@ impl Service {
         }
         Ok(SearchResult {
             query: q.query.clone(),
+            period,
             partial: resp.lanes.iter().any(|l| l.status == LaneStatus::Failed),
             lanes: resp.lanes,
             hits,

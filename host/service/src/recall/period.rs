@@ -1,0 +1,320 @@
+//! Reading the period a query names ("in May 2023", "on 1 May, 2023",
+//! "last week") so that memories from then rank higher.
+//!
+//! Agents ask about time in words far more often than they pass `--since`
+//! and `--until`. A named period is a preference, not a filter: what was
+//! told a little before or after still counts, and a query whose date is
+//! only part of its meaning ("the budget we set in March") must still find
+//! the budget. Only English month names and numeric dates are read; a query
+//! without one is searched exactly as before.
+
+use chrono::{Datelike, Duration, NaiveDate, TimeZone, Utc};
+use mem_core::index::Period;
+use mem_core::time::Timestamp;
+use regex::{Captures, Regex};
+use std::sync::OnceLock;
+
+/// Full month names and their usual abbreviations.
+const MONTH: &str = "(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\\.?";
+/// Full names only: a bare "Jan" or "Mar" is more often a name or a word.
+const MONTH_FULL: &str =
+    "(january|february|march|april|may|june|july|august|september|october|november|december)";
+const ORDINAL: &str = "(?:st|nd|rd|th)?";
+
+fn month_number(name: &str) -> Option<u32> {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    let n = match name.get(..3)? {
+        "jan" => 1,
+        "feb" => 2,
+        "mar" => 3,
+        "apr" => 4,
+        "may" => 5,
+        "jun" => 6,
+        "jul" => 7,
+        "aug" => 8,
+        "sep" => 9,
+        "oct" => 10,
+        "nov" => 11,
+        "dec" => 12,
+        _ => return None,
+    };
+    Some(n)
+}
+
+/// The forms read, most precise first; each turns its match into a period.
+struct Form {
+    re: Regex,
+    read: fn(&Captures, Timestamp) -> Option<Span>,
+}
+
+/// What a form found, before it is given the query's words.
+enum Span {
+    Dates(NaiveDate, NaiveDate),
+    Month(u32),
+}
+
+fn num<T: std::str::FromStr>(c: &Captures, i: usize) -> Option<T> {
+    c.get(i)?.as_str().parse().ok()
+}
+
+fn year(c: &Captures, i: usize) -> Option<i32> {
+    num::<i32>(c, i).filter(|y| (1900..=2200).contains(y))
+}
+
+fn day(y: i32, m: u32, d: u32) -> Option<Span> {
+    let start = NaiveDate::from_ymd_opt(y, m, d)?;
+    Some(Span::Dates(start, start.succ_opt()?))
+}
+
+fn month(y: i32, m: u32) -> Option<Span> {
+    let start = NaiveDate::from_ymd_opt(y, m, 1)?;
+    let end = if m == 12 {
+        NaiveDate::from_ymd_opt(y + 1, 1, 1)?
+    } else {
+        NaiveDate::from_ymd_opt(y, m + 1, 1)?
+    };
+    Some(Span::Dates(start, end))
+}
+
+fn forms() -> &'static [Form] {
+    static FORMS: OnceLock<Vec<Form>> = OnceLock::new();
+    FORMS.get_or_init(|| {
+        let form = |pattern: String, read: fn(&Captures, Timestamp) -> Option<Span>| Form {
+            // The patterns are constants of this module, tested below.
+            re: Regex::new(&format!("(?i){pattern}")).expect("a valid built-in pattern"),
+            read,
+        };
+        vec![
+            // 2023-05-01
+            form(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b".into(), |c, _| {
+                day(year(c, 1)?, num(c, 2)?, num(c, 3)?)
+            }),
+            // 1 May 2023, 1st of May, 2023
+            form(
+                format!(r"\b(\d{{1,2}}){ORDINAL}(?:\s+of)?\s+{MONTH},?\s+(\d{{4}})\b"),
+                |c, _| day(year(c, 3)?, month_number(c.get(2)?.as_str())?, num(c, 1)?),
+            ),
+            // May 1, 2023
+            form(
+                format!(r"\b{MONTH}\s+(\d{{1,2}}){ORDINAL},?\s+(\d{{4}})\b"),
+                |c, _| day(year(c, 3)?, month_number(c.get(1)?.as_str())?, num(c, 2)?),
+            ),
+            // May 2023, 2023-05
+            form(format!(r"\b{MONTH},?\s+(\d{{4}})\b"), |c, _| {
+                month(year(c, 2)?, month_number(c.get(1)?.as_str())?)
+            }),
+            form(r"\b(\d{4})-(\d{2})\b".into(), |c, _| {
+                month(year(c, 1)?, num(c, 2)?)
+            }),
+            // on May 23, in May, early June: that month of any year.
+            form(format!(r"\b{MONTH}\s+\d{{1,2}}{ORDINAL}\b"), |c, _| {
+                Some(Span::Month(month_number(c.get(1)?.as_str())?))
+            }),
+            form(
+                format!(r"\b(?:in|during|early|late|mid|of|around|throughout|last|this)\s+{MONTH_FULL}\b"),
+                |c, _| Some(Span::Month(month_number(c.get(1)?.as_str())?)),
+            ),
+            // in 2023
+            form(r"\b(?:in|during|of|throughout)\s+(\d{4})\b".into(), |c, _| {
+                let y = year(c, 1)?;
+                Some(Span::Dates(
+                    NaiveDate::from_ymd_opt(y, 1, 1)?,
+                    NaiveDate::from_ymd_opt(y + 1, 1, 1)?,
+                ))
+            }),
+            // Relative to now (UTC).
+            form(r"\b(today|yesterday)\b".into(), |c, now| {
+                let today = now.date_naive();
+                let d = if c.get(1)?.as_str().eq_ignore_ascii_case("today") {
+                    today
+                } else {
+                    today.pred_opt()?
+                };
+                Some(Span::Dates(d, d.succ_opt()?))
+            }),
+            form(r"\b(this|last)\s+week\b".into(), |c, now| {
+                let today = now.date_naive();
+                let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+                Some(if c.get(1)?.as_str().eq_ignore_ascii_case("this") {
+                    Span::Dates(monday, today.succ_opt()?)
+                } else {
+                    Span::Dates(monday - Duration::days(7), monday)
+                })
+            }),
+            form(r"\b(this|last)\s+month\b".into(), |c, now| {
+                let (y, m) = (now.year(), now.month());
+                if c.get(1)?.as_str().eq_ignore_ascii_case("this") {
+                    month(y, m)
+                } else if m == 1 {
+                    month(y - 1, 12)
+                } else {
+                    month(y, m - 1)
+                }
+            }),
+            form(r"\b(this|last)\s+year\b".into(), |c, now| {
+                let y = if c.get(1)?.as_str().eq_ignore_ascii_case("this") {
+                    now.year()
+                } else {
+                    now.year() - 1
+                };
+                Some(Span::Dates(
+                    NaiveDate::from_ymd_opt(y, 1, 1)?,
+                    NaiveDate::from_ymd_opt(y + 1, 1, 1)?,
+                ))
+            }),
+        ]
+    })
+}
+
+fn midnight(d: NaiveDate) -> Option<Timestamp> {
+    Utc.from_local_datetime(&d.and_hms_opt(0, 0, 0)?).single()
+}
+
+/// The first period `query` names (the most precise form wins), if any.
+/// `now` anchors "yesterday", "last week" and the like.
+pub fn period_in(query: &str, now: Timestamp) -> Option<Period> {
+    forms().iter().find_map(|form| {
+        form.re.captures_iter(query).find_map(|c| {
+            let text = c.get(0)?.as_str().trim().to_string();
+            Some(match (form.read)(&c, now)? {
+                Span::Dates(from, until) => Period {
+                    text,
+                    from: Some(midnight(from)?),
+                    until: Some(midnight(until)?),
+                    month: None,
+                },
+                Span::Month(m) => Period {
+                    text,
+                    from: None,
+                    until: None,
+                    month: Some(m),
+                },
+            })
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        // A Wednesday.
+        "2026-12-02T10:00:00Z".parse().unwrap()
+    }
+
+    fn range(q: &str) -> Option<(String, String, String)> {
+        let p = period_in(q, now())?;
+        Some((
+            p.text,
+            p.from?.format("%Y-%m-%d").to_string(),
+            p.until?.format("%Y-%m-%d").to_string(),
+        ))
+    }
+
+    fn r(text: &str, from: &str, until: &str) -> Option<(String, String, String)> {
+        Some((text.into(), from.into(), until.into()))
+    }
+
+    #[test]
+    fn dated_days_months_and_years() {
+        assert_eq!(
+            range("What painting did she show on October 13, 2023?"),
+            r("October 13, 2023", "2023-10-13", "2023-10-14")
+        );
+        assert_eq!(
+            range("what did Gina find on 1 February, 2023"),
+            r("1 February, 2023", "2023-02-01", "2023-02-02")
+        );
+        assert_eq!(
+            range("the 3rd of Dec. 2024 outage"),
+            r("3rd of Dec. 2024", "2024-12-03", "2024-12-04")
+        );
+        assert_eq!(
+            range("deploys on 2025-02-28"),
+            r("2025-02-28", "2025-02-28", "2025-03-01")
+        );
+        assert_eq!(
+            range("What setback did Melanie face in October 2023?"),
+            r("October 2023", "2023-10-01", "2023-11-01")
+        );
+        assert_eq!(
+            range("budget of dec 2023"),
+            r("dec 2023", "2023-12-01", "2024-01-01")
+        );
+        assert_eq!(
+            range("report 2024-12"),
+            r("2024-12", "2024-12-01", "2025-01-01")
+        );
+        assert_eq!(
+            range("How many times did she go to the beach in 2023?"),
+            r("in 2023", "2023-01-01", "2024-01-01")
+        );
+    }
+
+    #[test]
+    fn a_month_without_a_year_is_that_month_of_any_year() {
+        for (q, m) in [
+            ("When did Melanie go camping in June?", 6),
+            ("what did we decide in march", 3),
+            ("the offsite on May 23", 5),
+            ("early September plans", 9),
+        ] {
+            let p = period_in(q, now()).unwrap_or_else(|| panic!("{q}"));
+            assert_eq!((p.month, p.from, p.until), (Some(m), None, None), "{q}");
+        }
+    }
+
+    #[test]
+    fn relative_periods_are_anchored_to_now() {
+        assert_eq!(
+            range("what did I fix yesterday"),
+            r("yesterday", "2026-12-01", "2026-12-02")
+        );
+        assert_eq!(
+            range("notes from last week"),
+            r("last week", "2026-11-23", "2026-11-30")
+        );
+        assert_eq!(
+            range("this week's standups"),
+            r("this week", "2026-11-30", "2026-12-03")
+        );
+        assert_eq!(
+            range("decisions last month"),
+            r("last month", "2026-11-01", "2026-12-01")
+        );
+        let jan: Timestamp = "2027-01-15T00:00:00Z".parse().unwrap();
+        let p = period_in("last month", jan).unwrap();
+        assert_eq!(p.from.unwrap().format("%Y-%m").to_string(), "2026-12");
+        assert_eq!(
+            range("goals for this year"),
+            r("this year", "2026-01-01", "2027-01-01")
+        );
+    }
+
+    #[test]
+    fn words_that_only_look_like_dates_name_no_period() {
+        for q in [
+            "What pets may Joanna like?",
+            "Did Jan approve the release?",
+            "march the migration forward",
+            "rollback plan for the database",
+            "port 8080 and 2 replicas",
+            "",
+        ] {
+            assert_eq!(period_in(q, now()), None, "{q}");
+        }
+    }
+
+    #[test]
+    fn impossible_dates_fall_back_or_name_nothing() {
+        // No 31 February: the month alone is still named.
+        assert_eq!(
+            range("31 February 2023"),
+            r("February 2023", "2023-02-01", "2023-03-01")
+        );
+        assert_eq!(range("2023-13-45"), None);
+        assert_eq!(range("in 9999"), None);
+        assert_eq!(range("May 99999"), None);
+    }
+}
