@@ -393,6 +393,15 @@ fn a_period_named_in_the_query_ranks_memories_from_then_first() {
     }
     let r = search(&ws, &["where did Joanna hike in July 2023"]);
     assert_eq!(hit_ids(&r), [id(&july), id(&may)], "{r}");
+    let human = ws
+        .run_human(&["search", "where did Joanna hike in July 2023"])
+        .ok()
+        .text();
+    assert!(human.contains(", in period]"), "{human}");
+    assert!(
+        human.contains("note: \"July 2023\" names a period: hits from then rank higher"),
+        "{human}"
+    );
 
     let pack = run(&ws, &["context", "where did Joanna hike in May 2023"])
         .ok()

@@ -21,13 +21,6 @@ const MAX_TOKENS: usize = 256;
 /// Intra-op threads of a session (this host has few cores; a search and a
 /// write never embed at the same time in one process).
 const THREADS: usize = 2;
-/// ONNX Runtime's CPU arena and memory patterns keep the largest batch's
-/// buffers for the life of the session: a long-running server grew by
-/// about 230 MiB at its first batched writes and never gave it back. Plain
-/// allocations return to the system after each batch. Measured on 20k
-/// short memories: peak RSS of the ingesting process 518 MiB without the
-/// arena, 576 MiB with it, at the same speed (71 s vs 74 s).
-const ARENA: bool = false;
 
 /// ONNX Runtime allows one environment per process; the first library
 /// path wins.
@@ -114,10 +107,6 @@ impl OrtEmbedder {
             .with_optimization_level(GraphOptimizationLevel::All)
             .map_err(unavailable)?
             .with_intra_threads(THREADS)
-            .map_err(unavailable)?
-            .with_memory_pattern(ARENA)
-            .map_err(unavailable)?
-            .with_execution_providers([ort::ep::CPU::default().with_arena_allocator(ARENA).build()])
             .map_err(unavailable)?
             .commit_from_file(&files.model)
             .map_err(|e| {

@@ -463,8 +463,10 @@ impl MemMcp {
         description = "Search files and memories (lexical and, when a model is installed, \
             semantic). Returns ranked hits with ids, citations (mem://memory/ID, \
             mem://file/ID#Lx-y), scores and matched terms. Filter by `kinds`, `path`, `tags`, \
-            `since`/`until`, `lifecycle`, `source` (memory|file|all). Prefer mem_context to \
-            gather evidence for an answer; use mem_search to look things up or explore.",
+            `since`/`until`, `lifecycle`, `source` (memory|file|all). A period named in the \
+            query (\"in May 2023\", \"last week\") ranks hits from then higher without \
+            filtering the rest. Prefer mem_context to gather evidence for an answer; use \
+            mem_search to look things up or explore.",
         input_schema = input::<SearchQuery>(),
         annotations(read_only_hint = true)
     )]

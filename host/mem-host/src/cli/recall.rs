@@ -128,6 +128,11 @@ fn human_result(r: &SearchResult) -> String {
             (None, Some(s)) => format!("sem #{s}"),
             (None, None) => String::new(),
         };
+        let ranks = if h.in_period {
+            format!("{ranks}, in period")
+        } else {
+            ranks
+        };
         lines.push(format!(
             "{:>2}. {}  {} {}  [{ranks}]",
             i + 1,
@@ -139,6 +144,12 @@ fn human_result(r: &SearchResult) -> String {
     }
     if r.hits.is_empty() {
         lines.push("no matches".into());
+    }
+    if let Some(p) = &r.period {
+        lines.push(format!(
+            "note: {:?} names a period: hits from then rank higher (--since/--until filter)",
+            p.text
+        ));
     }
     for l in &r.lanes {
         if l.status == LaneStatus::Ok && r.hits.is_empty() {
