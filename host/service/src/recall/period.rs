@@ -216,40 +216,55 @@ mod tests {
         Some((text.into(), from.into(), until.into()))
     }
 
+    /// Each `(query, words naming the period, first day, day after)`.
+    fn expect(cases: &[(&str, &str, &str, &str)]) {
+        for &(query, text, from, until) in cases {
+            assert_eq!(range(query), r(text, from, until), "{query}");
+        }
+    }
+
     #[test]
     fn dated_days_months_and_years() {
-        assert_eq!(
-            range("What painting did she show on October 13, 2023?"),
-            r("October 13, 2023", "2023-10-13", "2023-10-14")
-        );
-        assert_eq!(
-            range("what did Gina find on 1 February, 2023"),
-            r("1 February, 2023", "2023-02-01", "2023-02-02")
-        );
-        assert_eq!(
-            range("the 3rd of Dec. 2024 outage"),
-            r("3rd of Dec. 2024", "2024-12-03", "2024-12-04")
-        );
-        assert_eq!(
-            range("deploys on 2025-02-28"),
-            r("2025-02-28", "2025-02-28", "2025-03-01")
-        );
-        assert_eq!(
-            range("What setback did Melanie face in October 2023?"),
-            r("October 2023", "2023-10-01", "2023-11-01")
-        );
-        assert_eq!(
-            range("budget of dec 2023"),
-            r("dec 2023", "2023-12-01", "2024-01-01")
-        );
-        assert_eq!(
-            range("report 2024-12"),
-            r("2024-12", "2024-12-01", "2025-01-01")
-        );
-        assert_eq!(
-            range("How many times did she go to the beach in 2023?"),
-            r("in 2023", "2023-01-01", "2024-01-01")
-        );
+        expect(&[
+            (
+                "What painting did she show on October 13, 2023?",
+                "October 13, 2023",
+                "2023-10-13",
+                "2023-10-14",
+            ),
+            (
+                "what did Gina find on 1 February, 2023",
+                "1 February, 2023",
+                "2023-02-01",
+                "2023-02-02",
+            ),
+            (
+                "the 3rd of Dec. 2024 outage",
+                "3rd of Dec. 2024",
+                "2024-12-03",
+                "2024-12-04",
+            ),
+            (
+                "deploys on 2025-02-28",
+                "2025-02-28",
+                "2025-02-28",
+                "2025-03-01",
+            ),
+            (
+                "What setback did Melanie face in October 2023?",
+                "October 2023",
+                "2023-10-01",
+                "2023-11-01",
+            ),
+            ("budget of dec 2023", "dec 2023", "2023-12-01", "2024-01-01"),
+            ("report 2024-12", "2024-12", "2024-12-01", "2025-01-01"),
+            (
+                "How many times did she go to the beach in 2023?",
+                "in 2023",
+                "2023-01-01",
+                "2024-01-01",
+            ),
+        ]);
     }
 
     #[test]
@@ -267,29 +282,41 @@ mod tests {
 
     #[test]
     fn relative_periods_are_anchored_to_now() {
-        assert_eq!(
-            range("what did I fix yesterday"),
-            r("yesterday", "2026-12-01", "2026-12-02")
-        );
-        assert_eq!(
-            range("notes from last week"),
-            r("last week", "2026-11-23", "2026-11-30")
-        );
-        assert_eq!(
-            range("this week's standups"),
-            r("this week", "2026-11-30", "2026-12-03")
-        );
-        assert_eq!(
-            range("decisions last month"),
-            r("last month", "2026-11-01", "2026-12-01")
-        );
+        expect(&[
+            (
+                "what did I fix yesterday",
+                "yesterday",
+                "2026-12-01",
+                "2026-12-02",
+            ),
+            (
+                "notes from last week",
+                "last week",
+                "2026-11-23",
+                "2026-11-30",
+            ),
+            (
+                "this week's standups",
+                "this week",
+                "2026-11-30",
+                "2026-12-03",
+            ),
+            (
+                "decisions last month",
+                "last month",
+                "2026-11-01",
+                "2026-12-01",
+            ),
+            (
+                "goals for this year",
+                "this year",
+                "2026-01-01",
+                "2027-01-01",
+            ),
+        ]);
         let jan: Timestamp = "2027-01-15T00:00:00Z".parse().unwrap();
         let p = period_in("last month", jan).unwrap();
         assert_eq!(p.from.unwrap().format("%Y-%m").to_string(), "2026-12");
-        assert_eq!(
-            range("goals for this year"),
-            r("this year", "2026-01-01", "2027-01-01")
-        );
     }
 
     #[test]
