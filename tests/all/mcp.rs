@@ -104,6 +104,12 @@ fn check_summary(s: &Value) -> String {
         .filter_map(Value::as_str)
         .collect();
     assert!(hits.contains(&id.as_str()), "search finds {id}: {hits:?}");
+    assert_eq!(s["dated_search_period"], "this year", "{s}");
+    assert_eq!(
+        s["dated_search_in_period_ids"],
+        serde_json::json!([id]),
+        "a memory written today is from the period \"this year\": {s}"
+    );
     let cited = format!("mem://memory/{id}");
     assert!(
         s["context_citations"]

@@ -107,6 +107,20 @@ fn rest_writes_are_idempotent_and_errors_are_structured() {
     );
     assert_eq!(hits.status, 200, "{}", hits.text);
     assert_eq!(hits.body["hits"][0]["id"], id.as_str());
+    assert!(hits.body.get("period").is_none(), "{}", hits.text);
+    // A period named in the query: the memory written just now is from it.
+    let dated = send(
+        &a,
+        "POST",
+        &srv.url("/v1/search"),
+        Some(&admin),
+        Some(&json!({ "query": "deploys tuesdays agreed this year" })),
+        &[],
+    );
+    assert_eq!(dated.status, 200, "{}", dated.text);
+    assert_eq!(dated.body["period"]["text"], "this year", "{}", dated.text);
+    assert_eq!(dated.body["hits"][0]["id"], id.as_str());
+    assert_eq!(dated.body["hits"][0]["in_period"], true, "{}", dated.text);
     let pack = send(
         &a,
         "POST",

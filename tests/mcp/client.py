@@ -68,6 +68,9 @@ async def scenario(session: ClientSession) -> dict[str, Any]:
     memory_id = memory["id"]
 
     search = await call(session, "mem_search", {"query": "deploy window"})
+    # A period named in the query is read and reported; the memory written
+    # just now is from it.
+    dated = await call(session, "mem_search", {"query": "deploy window decided this year"})
     context = await call(session, "mem_context", {"query": "when can we deploy?"})
     citations = [
         item["citation"]
@@ -103,6 +106,8 @@ async def scenario(session: ClientSession) -> dict[str, Any]:
         "tools": tool_names,
         "remember": remembered,
         "search_hit_ids": [h["id"] for h in search.get("hits", [])],
+        "dated_search_period": dated.get("period", {}).get("text"),
+        "dated_search_in_period_ids": [h["id"] for h in dated.get("hits", []) if h.get("in_period")],
         "context_citations": citations,
         "resource_text": resource_text,
         "put": put,

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use context::{ContextItem, ContextPack, ContextRequest, OmittedItem, PackTrace};
-pub use period::period_in;
+use period::period_in;
 
 /// Default and largest number of hits.
 pub const DEFAULT_SEARCH_LIMIT: usize = 10;

@@ -8,7 +8,7 @@
 //! the budget. Only English month names and numeric dates are read; a query
 //! without one is searched exactly as before.
 
-use chrono::{Datelike, Duration, NaiveDate, TimeZone, Utc};
+use chrono::{Datelike, Duration, Months, NaiveDate, TimeZone, Utc};
 use mem_core::index::Period;
 use mem_core::time::Timestamp;
 use regex::{Captures, Regex};
@@ -68,12 +68,24 @@ fn day(y: i32, m: u32, d: u32) -> Option<Span> {
 
 fn month(y: i32, m: u32) -> Option<Span> {
     let start = NaiveDate::from_ymd_opt(y, m, 1)?;
-    let end = if m == 12 {
-        NaiveDate::from_ymd_opt(y + 1, 1, 1)?
-    } else {
-        NaiveDate::from_ymd_opt(y, m + 1, 1)?
-    };
-    Some(Span::Dates(start, end))
+    Some(Span::Dates(
+        start,
+        start.checked_add_months(Months::new(1))?,
+    ))
+}
+
+fn year_span(y: i32) -> Option<Span> {
+    let start = NaiveDate::from_ymd_opt(y, 1, 1)?;
+    Some(Span::Dates(
+        start,
+        start.checked_add_months(Months::new(12))?,
+    ))
+}
+
+/// The relative forms' first word: `this` (else `last`).
+fn this(c: &Captures) -> bool {
+    c.get(1)
+        .is_some_and(|w| w.as_str().eq_ignore_ascii_case("this"))
 }
 
 fn forms() -> &'static [Form] {
@@ -116,11 +128,7 @@ fn forms() -> &'static [Form] {
             ),
             // in 2023
             form(r"\b(?:in|during|of|throughout)\s+(\d{4})\b".into(), |c, _| {
-                let y = year(c, 1)?;
-                Some(Span::Dates(
-                    NaiveDate::from_ymd_opt(y, 1, 1)?,
-                    NaiveDate::from_ymd_opt(y + 1, 1, 1)?,
-                ))
+                year_span(year(c, 1)?)
             }),
             // Relative to now (UTC).
             form(r"\b(today|yesterday)\b".into(), |c, now| {
@@ -135,32 +143,19 @@ fn forms() -> &'static [Form] {
             form(r"\b(this|last)\s+week\b".into(), |c, now| {
                 let today = now.date_naive();
                 let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
-                Some(if c.get(1)?.as_str().eq_ignore_ascii_case("this") {
+                Some(if this(c) {
                     Span::Dates(monday, today.succ_opt()?)
                 } else {
                     Span::Dates(monday - Duration::days(7), monday)
                 })
             }),
             form(r"\b(this|last)\s+month\b".into(), |c, now| {
-                let (y, m) = (now.year(), now.month());
-                if c.get(1)?.as_str().eq_ignore_ascii_case("this") {
-                    month(y, m)
-                } else if m == 1 {
-                    month(y - 1, 12)
-                } else {
-                    month(y, m - 1)
-                }
+                let first = NaiveDate::from_ymd_opt(now.year(), now.month(), 1)?;
+                let m = if this(c) { first } else { first.pred_opt()? };
+                month(m.year(), m.month())
             }),
             form(r"\b(this|last)\s+year\b".into(), |c, now| {
-                let y = if c.get(1)?.as_str().eq_ignore_ascii_case("this") {
-                    now.year()
-                } else {
-                    now.year() - 1
-                };
-                Some(Span::Dates(
-                    NaiveDate::from_ymd_opt(y, 1, 1)?,
-                    NaiveDate::from_ymd_opt(y + 1, 1, 1)?,
-                ))
+                year_span(if this(c) { now.year() } else { now.year() - 1 })
             }),
         ]
     })

@@ -206,11 +206,11 @@ impl Service {
         Ok(Some(Target::Remove))
     }
 
-    fn apply(
+    fn apply<'a>(
         &self,
         index: &dyn SearchIndex,
         reads: &mut Reads,
-        targets: &BTreeSet<String>,
+        targets: impl IntoIterator<Item = &'a String>,
     ) -> MemResult<()> {
         let mut docs: Vec<IndexDoc> = Vec::new();
         for id in targets {
@@ -321,8 +321,7 @@ impl Service {
         // afresh rather than hold every memory of the workspace.
         let records: Vec<String> = records.into_iter().collect();
         for group in records.chunks(UPSERT_GROUP) {
-            let group: BTreeSet<String> = group.iter().cloned().collect();
-            self.apply(index, &mut Reads::default(), &group)?;
+            self.apply(index, &mut Reads::default(), group)?;
         }
         index.commit(watermark)?;
         self.recall.caught_up.store(true, Ordering::SeqCst);
