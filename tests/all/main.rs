@@ -6,6 +6,8 @@
 
 mod support;
 
+mod contract;
+mod door;
 mod durability;
 mod files;
 mod governance;

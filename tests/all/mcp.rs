@@ -144,8 +144,8 @@ fn check_summary(s: &Value) -> String {
 
     let err = &s["forget_error"];
     assert!(
-        err["error"].as_str().is_some_and(|m| !m.is_empty()),
-        "{err}"
+        err["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "the one error document, {{code, message, hint}}: {err}"
     );
     assert!(err["hint"].as_str().is_some_and(|h| !h.is_empty()), "{err}");
     id

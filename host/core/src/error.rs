@@ -19,6 +19,9 @@ pub enum ErrorCode {
     BadRequest,
     #[serde(rename = "bad_path")]
     BadPath,
+    /// Text input that is not valid UTF-8.
+    #[serde(rename = "bad_encoding")]
+    BadEncoding,
     #[serde(rename = "already_exists")]
     AlreadyExists,
     #[serde(rename = "folder_not_empty")]
@@ -40,8 +43,15 @@ pub enum ErrorCode {
     /// The write gate refused a write (policy, evidence, `never` rule).
     #[serde(rename = "write_rejected")]
     WriteRejected,
+    /// A well-formed request refused by a rule no schema can state (a time
+    /// in the past, a grant the plugin does not request).
+    #[serde(rename = "unprocessable")]
+    Unprocessable,
     #[serde(rename = "payload_too_large")]
     PayloadTooLarge,
+    /// The route exists but not with this HTTP method.
+    #[serde(rename = "method_not_allowed")]
+    MethodNotAllowed,
     #[serde(rename = "unauthorized")]
     Unauthorized,
     #[serde(rename = "forbidden")]
@@ -52,6 +62,9 @@ pub enum ErrorCode {
     BudgetExceeded,
     #[serde(rename = "plugin_failed")]
     PluginFailed,
+    /// A plugin refused this input on purpose (its typed error result).
+    #[serde(rename = "plugin_rejected")]
+    PluginRejected,
     #[serde(rename = "plugin_invalid")]
     PluginInvalid,
     #[serde(rename = "capability_denied")]
@@ -82,6 +95,7 @@ impl ErrorCode {
         Self::NotFound,
         Self::BadRequest,
         Self::BadPath,
+        Self::BadEncoding,
         Self::AlreadyExists,
         Self::FolderNotEmpty,
         Self::FolderHasMemories,
@@ -92,12 +106,15 @@ impl ErrorCode {
         Self::InvalidState,
         Self::UnknownMemoryType,
         Self::WriteRejected,
+        Self::Unprocessable,
         Self::PayloadTooLarge,
+        Self::MethodNotAllowed,
         Self::Unauthorized,
         Self::Forbidden,
         Self::QuotaExceeded,
         Self::BudgetExceeded,
         Self::PluginFailed,
+        Self::PluginRejected,
         Self::PluginInvalid,
         Self::CapabilityDenied,
         Self::ProviderUnavailable,
@@ -118,6 +135,47 @@ impl ErrorCode {
             .map_or("internal", |(_, name)| *name)
     }
 
+    /// What to do about an error of this code, when its raiser has nothing
+    /// more precise to say.
+    pub fn default_hint(self) -> &'static str {
+        match self {
+            Self::NotFound => "check the id or path; list what exists with `ls` or `memory list`",
+            Self::BadRequest => "correct the request as the message says and send it again",
+            Self::BadPath => "use an absolute path such as /projects/notes, without trailing slash, '.' or '..'",
+            Self::BadEncoding => "send text as UTF-8; store other bytes as a file",
+            Self::AlreadyExists => "choose another name, or replace the existing one explicitly",
+            Self::FolderNotEmpty => "remove its contents first, or remove it recursively",
+            Self::FolderHasMemories => "archive or move the memories first; a memory's folder is part of it",
+            Self::MoveIntoSelf => "move the folder somewhere outside itself",
+            Self::IdempotencyConflict => "use a new idempotency key for a new request; reuse a key only to retry the same request",
+            Self::VersionConflict => "read the record again and retry with its current state_version",
+            Self::ConfirmationRequired => "repeat the request with confirm set to true if you mean it",
+            Self::InvalidState => "read the record's current state; the action does not apply to it",
+            Self::UnknownMemoryType => "list the workspace's types with `mem-host types` (or mem_types)",
+            Self::WriteRejected => "address the reasons given, or ask the workspace owner",
+            Self::Unprocessable => "the request is well-formed but the rule in the message refuses it; change what it names",
+            Self::PayloadTooLarge => "send less, split it, or ask the owner to raise the limit",
+            Self::MethodNotAllowed => "use a method the route takes (see /v1/openapi.json)",
+            Self::Unauthorized => "send a valid token: `Authorization: Bearer <secret>` (the owner creates one with `mem-host token create`)",
+            Self::Forbidden => "ask the workspace owner for a token with the needed scope",
+            Self::QuotaExceeded => "wait until the quota resets (retry_after), or ask for a larger quota",
+            Self::BudgetExceeded => "archive or forget memories in that scope, or ask the owner to raise the budget",
+            Self::PluginFailed => "see `mem-host plugin inspect NAME` for the plugin's failures; the host kept running",
+            Self::PluginRejected => "the plugin says what is wrong with the input; correct it, or use another plugin",
+            Self::PluginInvalid => "check the plugin's manifest and component against the WIT it targets",
+            Self::CapabilityDenied => "the owner grants capabilities with `mem-host plugin grant NAME CAP`",
+            Self::ProviderUnavailable => "install the embedding model with `mem-host model install`, or retry later",
+            Self::ContextUnavailable => "retry; if it persists, see `mem-host status` for the failing lanes",
+            Self::ConfigInvalid => "fix mem.toml as the message says",
+            Self::WorkspaceNotFound => "create one with `mem-host init`, or point MEM_HOME / --workspace at one",
+            Self::StoreLocked => "another mem-host process holds this workspace; wait for it or stop it",
+            Self::StoreCorrupt => "restore the workspace from a backup or a bundle export; mem-host will not guess at damaged data",
+            Self::StoreUnsupportedVersion => "upgrade mem-host to a version that supports this store",
+            Self::Io => "check free disk space and the permissions of the workspace folder",
+            Self::Internal => "this is a bug in mem-host; please report it with the message",
+        }
+    }
+
     /// CLI exit code: 0 ok · 2 not found · 3 auth · 4 budget/quota ·
     /// 5 plugin/provider · 1 other.
     pub fn exit_code(self) -> i32 {
@@ -126,6 +184,7 @@ impl ErrorCode {
             Self::Unauthorized | Self::Forbidden => 3,
             Self::BudgetExceeded | Self::QuotaExceeded => 4,
             Self::PluginFailed
+            | Self::PluginRejected
             | Self::PluginInvalid
             | Self::CapabilityDenied
             | Self::ProviderUnavailable => 5,
@@ -137,7 +196,9 @@ impl ErrorCode {
     pub fn http_status(self) -> u16 {
         match self {
             Self::NotFound | Self::WorkspaceNotFound => 404,
-            Self::BadRequest | Self::BadPath | Self::ConfirmationRequired => 400,
+            Self::BadRequest | Self::BadPath | Self::BadEncoding | Self::ConfirmationRequired => {
+                400
+            }
             Self::Unauthorized => 401,
             Self::Forbidden | Self::CapabilityDenied => 403,
             Self::AlreadyExists
@@ -148,13 +209,17 @@ impl ErrorCode {
             | Self::VersionConflict
             | Self::InvalidState => 409,
             Self::PayloadTooLarge => 413,
+            Self::MethodNotAllowed => 405,
             Self::UnknownMemoryType
             | Self::WriteRejected
+            | Self::Unprocessable
+            | Self::PluginRejected
             | Self::ConfigInvalid
             | Self::PluginInvalid => 422,
             Self::BudgetExceeded => 422,
             Self::QuotaExceeded => 429,
-            Self::ProviderUnavailable | Self::StoreLocked | Self::ContextUnavailable => 503,
+            Self::ProviderUnavailable | Self::StoreLocked => 503,
+            Self::ContextUnavailable => 502,
             Self::PluginFailed
             | Self::StoreCorrupt
             | Self::StoreUnsupportedVersion
@@ -168,6 +233,7 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     (ErrorCode::NotFound, "not_found"),
     (ErrorCode::BadRequest, "bad_request"),
     (ErrorCode::BadPath, "bad_path"),
+    (ErrorCode::BadEncoding, "bad_encoding"),
     (ErrorCode::AlreadyExists, "already_exists"),
     (ErrorCode::FolderNotEmpty, "folder_not_empty"),
     (ErrorCode::FolderHasMemories, "folder_has_memories"),
@@ -178,12 +244,15 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     (ErrorCode::InvalidState, "invalid_state"),
     (ErrorCode::UnknownMemoryType, "unknown_memory_type"),
     (ErrorCode::WriteRejected, "write_rejected"),
+    (ErrorCode::Unprocessable, "unprocessable"),
     (ErrorCode::PayloadTooLarge, "payload_too_large"),
+    (ErrorCode::MethodNotAllowed, "method_not_allowed"),
     (ErrorCode::Unauthorized, "unauthorized"),
     (ErrorCode::Forbidden, "forbidden"),
     (ErrorCode::QuotaExceeded, "quota_exceeded"),
     (ErrorCode::BudgetExceeded, "BUDGET_EXCEEDED"),
     (ErrorCode::PluginFailed, "plugin_failed"),
+    (ErrorCode::PluginRejected, "plugin_rejected"),
     (ErrorCode::PluginInvalid, "plugin_invalid"),
     (ErrorCode::CapabilityDenied, "capability_denied"),
     (ErrorCode::ProviderUnavailable, "provider_unavailable"),
@@ -223,17 +292,22 @@ pub struct MemError {
 pub type MemResult<T> = Result<T, MemError>;
 
 impl MemError {
+    /// An error with its code's default hint; `with_hint` says more
+    /// precisely what to do. A hint is never empty.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
-            hint: String::new(),
+            hint: code.default_hint().to_string(),
             details: Value::Null,
         }
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = hint.into();
+        let hint = hint.into();
+        if !hint.trim().is_empty() {
+            self.hint = hint;
+        }
         self
     }
 
@@ -293,6 +367,15 @@ mod tests {
         assert_eq!(ErrorCode::BudgetExceeded.exit_code(), 4);
         assert_eq!(ErrorCode::PluginFailed.exit_code(), 5);
         assert_eq!(ErrorCode::VersionConflict.exit_code(), 1);
+    }
+
+    #[test]
+    fn every_code_has_a_hint_and_an_explicit_empty_one_keeps_it() {
+        for code in ErrorCode::ALL {
+            assert!(!code.default_hint().is_empty(), "{code}");
+            let e = MemError::new(*code, "x").with_hint("  ");
+            assert!(!e.hint.trim().is_empty(), "{code}");
+        }
     }
 
     #[test]

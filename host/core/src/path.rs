@@ -2,15 +2,37 @@
 //!
 //! Rules (each violation names its rule in a `bad_path` error): absolute,
 //! no trailing slash (except the root `/`), no empty, `.` or `..` segment,
-//! no NUL or other control character, at most [`MAX_PATH_BYTES`] bytes.
+//! no segment that starts or ends with whitespace, no NUL, control,
+//! zero-width or text-direction character, at most [`MAX_PATH_CHARS`]
+//! characters.
 //! Paths are case-sensitive and compared byte-wise.
 
 use crate::error::{ErrorCode, MemError};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
-/// Longest accepted path; defends the key space of every backend.
-pub const MAX_PATH_BYTES: usize = 1024;
+/// Longest accepted path in characters (at most 4 KiB of UTF-8); defends
+/// the key space of every backend.
+pub const MAX_PATH_CHARS: usize = 1024;
+
+/// Characters that render as nothing or reorder text: zero-width
+/// characters, joiners, bidirectional controls and marks, the BOM. Two
+/// paths that look the same must be the same path.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}'            // soft hyphen
+        | '\u{034F}'          // combining grapheme joiner
+        | '\u{061C}'          // Arabic letter mark
+        | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' // Hangul fillers
+        | '\u{180E}'          // Mongolian vowel separator
+        | '\u{200B}'..='\u{200F}' // zero-width space/joiners, LRM, RLM
+        | '\u{202A}'..='\u{202E}' // bidi embeddings and overrides
+        | '\u{2060}'..='\u{2064}' // word joiner, invisible operators
+        | '\u{2066}'..='\u{206F}' // bidi isolates, deprecated format characters
+        | '\u{FEFF}'          // BOM / zero-width no-break space
+        | '\u{FE00}'..='\u{FE0F}' // variation selectors
+    )
+}
 
 /// A validated virtual path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -31,10 +53,10 @@ impl VPath {
         if raw.is_empty() {
             return Err(fail("empty", "the path is empty"));
         }
-        if raw.len() > MAX_PATH_BYTES {
+        if raw.chars().count() > MAX_PATH_CHARS {
             return Err(fail(
                 "too_long",
-                &format!("longer than {MAX_PATH_BYTES} bytes"),
+                &format!("longer than {MAX_PATH_CHARS} characters"),
             ));
         }
         if raw.contains('\0') {
@@ -42,6 +64,15 @@ impl VPath {
         }
         if raw.chars().any(char::is_control) {
             return Err(fail("control_character", "contains a control character"));
+        }
+        if let Some(c) = raw.chars().find(|c| is_invisible(*c)) {
+            return Err(fail(
+                "invisible_character",
+                &format!(
+                    "contains U+{:04X}, an invisible or text-direction character that makes lookalike paths",
+                    c as u32
+                ),
+            ));
         }
         if !raw.starts_with('/') {
             return Err(fail("not_absolute", "must start with '/'"));
@@ -57,6 +88,12 @@ impl VPath {
                 "" => return Err(fail("empty_segment", "contains an empty segment ('//')")),
                 "." => return Err(fail("dot_segment", "contains a '.' segment")),
                 ".." => return Err(fail("dot_dot_segment", "contains a '..' segment")),
+                s if s.trim() != s => {
+                    return Err(fail(
+                        "padded_segment",
+                        &format!("segment {s:?} starts or ends with whitespace"),
+                    ));
+                }
                 _ => {}
             }
         }
@@ -177,11 +214,31 @@ impl schemars::JsonSchema for VPath {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "Absolute virtual path: starts with '/', no trailing slash, no empty/'.'/'..' segments.",
-            "pattern": "^/([^/\\u0000]+(/[^/\\u0000]+)*)?$",
-            "maxLength": MAX_PATH_BYTES
+            "description": "Absolute virtual path: starts with '/', no trailing slash, no empty, '.' or '..' segment, no segment padded with whitespace, no control or invisible character.",
+            "pattern": path_pattern(),
+            "minLength": 1,
+            "maxLength": MAX_PATH_CHARS
         })
     }
+}
+
+/// Control and invisible characters (those of [`is_invisible`]) as a
+/// regex class body, for schema patterns of names, paths and tags.
+pub const INVISIBLE_CLASS: &str = "\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0";
+
+/// The path rules as a JSON Schema pattern (ECMA-262, no lookaround), so a
+/// client's validator refuses what the server refuses.
+pub fn path_pattern() -> String {
+    let any = format!("[^/{INVISIBLE_CLASS}]");
+    let edge = format!("[^/{INVISIBLE_CLASS}\\s]");
+    let edge_no_dot = format!("[^/{INVISIBLE_CLASS}\\s.]");
+    // A segment: one non-dot character; or two or more with non-space
+    // ends that are not `..` (a leading dot needs a non-dot after it when
+    // the segment is two long).
+    let seg = format!(
+        "(?:{edge_no_dot}|{edge_no_dot}{any}*{edge}|\\.{edge_no_dot}|\\.{any}+{edge})"
+    );
+    format!("^/(?:{seg}(?:/{seg})*)?$")
 }
 
 #[cfg(test)]
@@ -220,9 +277,33 @@ mod tests {
         assert_eq!(rule("/a\0b"), "nul_byte");
         assert_eq!(rule("/a\nb"), "control_character");
         assert_eq!(
-            rule(&format!("/{}", "x".repeat(MAX_PATH_BYTES))),
+            rule(&format!("/{}", "x".repeat(MAX_PATH_CHARS))),
             "too_long"
         );
+        assert_eq!(rule("/a/ b"), "padded_segment");
+        assert_eq!(rule("/a /b"), "padded_segment");
+        assert_eq!(rule("/a/b\u{00a0}"), "padded_segment");
+        assert_eq!(rule("/pay\u{202e}fdp.exe"), "invisible_character");
+        assert_eq!(rule("/a\u{200b}b"), "invisible_character");
+        assert_eq!(rule("/\u{feff}a"), "invisible_character");
+    }
+
+    /// The schema's pattern accepts exactly what `parse` accepts, so a
+    /// client validating against the OpenAPI document is never surprised.
+    #[test]
+    fn the_schema_pattern_agrees_with_parse() {
+        let re = regex::Regex::new(&path_pattern()).unwrap();
+        for p in [
+            "/", "/a", "/a/b.c", "/a/.hidden", "/a/..b", "/a/...", "/a b/c d", "/é/ü",
+            "/a/.", "/a/..", "/a/ b", "/a /b", "/a//b", "/a/", "a", "/a\u{200b}", "/x\u{202e}y",
+            "/a\tb", "/.a", "/..", "/.", "/a/b ", "/ ",
+        ] {
+            assert_eq!(
+                re.is_match(p),
+                VPath::parse(p).is_ok(),
+                "pattern and parse disagree on {p:?}"
+            );
+        }
     }
 
     #[test]

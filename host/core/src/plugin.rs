@@ -893,6 +893,26 @@ impl PluginsConfig {
         self.validate()
     }
 
+    /// Where the configuration names plugin `name` as a part of the
+    /// workspace (a chain stage, a policy, a detector), e.g.
+    /// `selection`, `write_policies`.
+    pub fn uses_of(&self, name: &str) -> Vec<String> {
+        let mut uses = Vec::new();
+        if self.selection.stages.iter().any(|s| s.plugin == name) {
+            uses.push("selection".to_string());
+        }
+        for (list, names) in [
+            ("write_policies", &self.write_policies),
+            ("read_policies", &self.read_policies),
+            ("detectors", &self.detectors),
+        ] {
+            if names.iter().any(|n| n == name) {
+                uses.push(list.to_string());
+            }
+        }
+        uses
+    }
+
     /// Removes a grant (and, for `fs`, every granted path).
     pub fn revoke(&mut self, name: &str, capability: Capability) {
         if let Some(entry) = self.plugin.get_mut(name) {

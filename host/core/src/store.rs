@@ -209,6 +209,15 @@ pub struct Committed {
     pub seqs: Vec<u64>,
 }
 
+/// What [`Store::put_blob_from`] stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobWritten {
+    pub sha256: String,
+    pub size: u64,
+    /// The same bytes were stored before (nothing new was written).
+    pub existed: bool,
+}
+
 /// Options of an ordered scan.
 #[derive(Debug, Clone, Default)]
 pub struct Scan<'a> {
@@ -283,6 +292,38 @@ pub trait Store: Send + Sync {
     /// Stores bytes under their SHA-256 (idempotent; not yet referenced).
     fn put_blob(&self, sha256: &str, bytes: &[u8]) -> Result<(), StoreError>;
     fn get_blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Stores everything `reader` yields as a blob (idempotent; not yet
+    /// referenced) and returns its SHA-256 and size. A backend that can
+    /// stream writes with bounded memory; this default holds the bytes
+    /// once. A read error stores nothing.
+    fn put_blob_from(&self, reader: &mut dyn std::io::Read) -> Result<BlobWritten, StoreError> {
+        let mut bytes = Vec::new();
+        reader
+            .read_to_end(&mut bytes)
+            .map_err(|e| StoreError::Io(format!("cannot read the content: {e}")))?;
+        let sha256 = crate::hash::sha256_hex(&bytes);
+        let existed = self.has_blob(&sha256)?;
+        if !existed {
+            self.put_blob(&sha256, &bytes)?;
+        }
+        Ok(BlobWritten {
+            sha256,
+            size: bytes.len() as u64,
+            existed,
+        })
+    }
+
+    /// A reader over a stored blob. A backend that can stream reads with
+    /// bounded memory; this default reads the blob whole.
+    fn open_blob(
+        &self,
+        sha256: &str,
+    ) -> Result<Option<Box<dyn std::io::Read + Send>>, StoreError> {
+        Ok(self
+            .get_blob(sha256)?
+            .map(|b| Box::new(std::io::Cursor::new(b)) as Box<dyn std::io::Read + Send>))
+    }
     fn has_blob(&self, sha256: &str) -> Result<bool, StoreError>;
     fn blob_refcount(&self, sha256: &str) -> Result<u64, StoreError>;
     /// Deletes blobs stored by `put_blob` that no record ever referenced

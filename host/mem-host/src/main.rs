@@ -4,6 +4,7 @@
 //! folder and wires concrete backends into the one service layer.
 
 mod cli;
+mod client;
 mod workspace;
 
 use clap::Parser;

@@ -85,21 +85,54 @@ pub fn init(dir: &Path, name: Option<&str>) -> MemResult<InitOutcome> {
         .map_err(|e| MemError::io(&format!("cannot write {}", config_path.display()), &e))?;
     let ws = open(dir)?;
     // A new workspace starts with the first-party plugins its mem.toml names.
-    let plugins = ws.plugins.clone();
-    mem_bundled::install_first_party(plugins.as_ref(), false)?;
+    if let Some(plugins) = ws.service.plugins() {
+        mem_bundled::install_first_party(plugins.as_ref(), false)?;
+    }
     Ok(InitOutcome {
         path: dir.to_path_buf(),
         created: true,
     })
 }
 
-/// An open workspace: its folder, service and plugin runtime.
+/// An open workspace: its folder and service.
 pub struct Workspace {
     pub dir: PathBuf,
-    pub service: Service,
-    /// The same runtime the service holds, for owner commands that manage
-    /// plugins (install, grant) rather than call them.
-    pub plugins: Arc<WasmPluginHost>,
+    pub service: Arc<Service>,
+}
+
+/// Who holds a workspace open, for the `STORE_LOCKED` of another process.
+const HOLDER_FILE: &str = "holder";
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(self.dir.join(HOLDER_FILE));
+    }
+}
+
+/// Notes this process as the holder (its pid and command line).
+fn note_holder(dir: &Path) {
+    let args: Vec<String> = std::env::args().collect();
+    let line = format!(
+        "pid {} since {}: {}",
+        std::process::id(),
+        mem_core::time::to_rfc3339(&mem_core::time::now()),
+        args.join(" ")
+    );
+    let _ = fs::write(dir.join(HOLDER_FILE), line);
+}
+
+/// `STORE_LOCKED` naming the process that holds the workspace (when it is
+/// not a server the CLI could talk to).
+pub fn explain_lock(dir: &Path, e: MemError) -> MemError {
+    match fs::read_to_string(dir.join(HOLDER_FILE)) {
+        Ok(holder) if !holder.trim().is_empty() => MemError::new(
+            ErrorCode::StoreLocked,
+            format!("the workspace is in use by another mem-host process ({})", holder.trim()),
+        )
+        .with_hint("wait for that command to finish (or stop it); a running `mem-host serve` is reached automatically")
+        .with_details(e.details),
+        _ => e,
+    }
 }
 
 /// Opens an initialised workspace.
@@ -118,6 +151,7 @@ pub fn open(dir: &Path) -> MemResult<Workspace> {
     let store_dir = dir.join(STORE_DIR);
     mkdir_private(&store_dir)?;
     let store = SledStore::open(&store_dir)?;
+    note_holder(dir);
     // Sweep blobs a crash left between writing content and committing.
     store.gc_blobs()?;
     // The search index is derived state beside the store; opening it
@@ -148,10 +182,9 @@ pub fn open(dir: &Path) -> MemResult<Workspace> {
     // The index opens (and replays what it missed) on first use.
     let service = Service::new(store, config)
         .with_index_opener(open_index)
-        .with_plugins(plugins.clone() as Arc<dyn mem_core::plugin::PluginHost>);
+        .with_plugins(plugins as Arc<dyn mem_core::plugin::PluginHost>);
     Ok(Workspace {
         dir: dir.to_path_buf(),
-        service,
-        plugins,
+        service: Arc::new(service),
     })
 }

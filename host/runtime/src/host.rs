@@ -125,8 +125,13 @@ fn failed(
         ),
         FailureReason::Error => "the plugin rejected this input; see the message".to_string(),
     };
+    let code = if reason == FailureReason::Error {
+        ErrorCode::PluginRejected
+    } else {
+        ErrorCode::PluginFailed
+    };
     MemError::new(
-        ErrorCode::PluginFailed,
+        code,
         format!(
             "plugin '{name}' {} failed ({}): {message}",
             manifest.version,
@@ -669,6 +674,7 @@ impl PluginHost for WasmPluginHost {
         options: InstallOptions,
     ) -> MemResult<PluginInfo> {
         manifest.validate()?;
+        install::check_component_header(&manifest.name, wasm)?;
         let digest = install::check_digest(manifest, wasm)?;
         install::check_wit_version(manifest)?;
         let name = &manifest.name;

@@ -25,6 +25,35 @@ fn invalid(plugin: &str, message: String, hint: &str) -> MemError {
         .with_details(serde_json::json!({ "plugin": plugin }))
 }
 
+/// The file is a WebAssembly component (binary), not WebAssembly text, a
+/// core module or anything else: each gets its own plain answer instead
+/// of a parser's error about the wrong format.
+pub(crate) fn check_component_header(name: &str, wasm: &[u8]) -> MemResult<()> {
+    const MAGIC: &[u8] = b"\0asm";
+    let invalid = |what: &str, hint: &str| {
+        MemError::new(
+            ErrorCode::PluginInvalid,
+            format!("plugin '{name}' is not a WebAssembly component: {what}"),
+        )
+        .with_hint(hint.to_string())
+        .with_details(serde_json::json!({ "plugin": name }))
+    };
+    if !wasm.starts_with(MAGIC) || wasm.len() < 8 {
+        return Err(invalid(
+            "the file is not WebAssembly at all (it does not start with \\0asm)",
+            "install the .wasm file the plugin's build produced (cargo build --target wasm32-wasip2)",
+        ));
+    }
+    // Bytes 4..8: a core module is version 1, layer 0; a component has layer 1.
+    if wasm[6..8] == [0, 0] {
+        return Err(invalid(
+            "it is a core WebAssembly module",
+            "build the plugin for wasm32-wasip2 (a Rust cdylib for that target is already a component), or wrap the module with `wasm-tools component new`",
+        ));
+    }
+    Ok(())
+}
+
 /// The sha256 of `wasm` must be the manifest's.
 pub(crate) fn check_digest(manifest: &PluginManifest, wasm: &[u8]) -> MemResult<String> {
     let actual = mem_core::hash::sha256_hex(wasm);
@@ -232,6 +261,23 @@ pub(crate) fn write_plugin(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: a non-wasm file was reported as a WebAssembly-text
+    /// parse error, a core module as "failed to parse".
+    #[test]
+    fn regression_what_is_not_a_component_is_called_so() {
+        for (bytes, says) in [
+            (&b"#!/bin/sh\necho hi\n"[..], "not WebAssembly at all"),
+            (&b"(module)"[..], "not WebAssembly at all"),
+            (&b"\0asm\x01\0\0\0"[..], "core WebAssembly module"),
+        ] {
+            let e = check_component_header("p", bytes).unwrap_err();
+            assert_eq!(e.code, ErrorCode::PluginInvalid);
+            assert!(e.message.contains("not a WebAssembly component"), "{}", e.message);
+            assert!(e.message.contains(says), "{}", e.message);
+        }
+        assert!(check_component_header("p", b"\0asm\x0d\0\x01\0").is_ok());
+    }
 
     #[test]
     fn wit_names_split() {

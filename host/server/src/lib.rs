@@ -1,7 +1,8 @@
 //! mem-host's network surfaces. REST (`/v1`), MCP (stdio and streamable
-//! HTTP at `/mcp`) and `/metrics` are thin: they authenticate, translate,
-//! and call the service through an access-checked [`Caller`]
-//! (`mem_service::access`), so business rules live in one place.
+//! HTTP at `/mcp`), `/metrics`, and the owner's local socket are thin:
+//! they authenticate, translate, and run the one service operation each
+//! request names through the caller's door (`mem_service::door`), so
+//! business rules live in one place.
 
 mod auth;
 mod error;
@@ -9,11 +10,15 @@ pub mod mcp;
 mod metrics;
 mod openapi;
 mod rest;
+mod serve;
+pub mod socket;
 
 pub use error::ApiError;
+pub use serve::serve;
 
 use mem_service::Service;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Settings of `mem-host serve`.
@@ -24,6 +29,9 @@ pub struct ServeOptions {
     pub json_body_limit: usize,
     /// Largest file upload (bytes).
     pub file_body_limit: usize,
+    /// The owner's local socket (the CLI talks to the server through it
+    /// while the server holds the workspace); `None` for no socket.
+    pub socket: Option<PathBuf>,
 }
 
 impl Default for ServeOptions {
@@ -32,6 +40,7 @@ impl Default for ServeOptions {
             bind: SocketAddr::from(([127, 0, 0, 1], 7373)),
             json_body_limit: 1024 * 1024,
             file_body_limit: 64 * 1024 * 1024,
+            socket: None,
         }
     }
 }
@@ -42,10 +51,4 @@ pub(crate) struct AppState {
     pub svc: Arc<Service>,
     pub metrics: Arc<metrics::Metrics>,
     pub opts: Arc<ServeOptions>,
-    /// Wakes the background processor after a file upload.
-    pub work: Arc<tokio::sync::Notify>,
-    /// Idempotency keys (per caller) whose request is running now.
-    pub in_flight: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
 }
-
-pub use rest::serve;

@@ -1,225 +1,178 @@
 //! The OpenAPI 3.1 document, generated from the route table and the same
-//! Rust types the handlers (de)serialize, via schemars.
+//! operation types the service decodes, and tailored to the running
+//! workspace (its memory types, its limits): it states what the server
+//! enforces.
 
-use mem_service::access::Scope;
-use schemars::generate::{SchemaGenerator, SchemaSettings};
-use schemars::{JsonSchema, Schema};
+use crate::rest::table::{Kind, Route};
+use mem_service::WorkspaceConfig;
+use mem_service::ops::fields::tailor;
+use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
-use std::any::TypeId;
 
-type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
-
-/// How a route takes its request body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Body {
-    None,
-    Json,
-    /// Raw bytes (file uploads, documents), with the large body limit.
-    Bytes,
+/// The schema of an operation's request, inlined, without `skip` fields.
+fn request_schema(route: &Route, config: &WorkspaceConfig) -> Value {
+    let mut s = route.op.request_schema(config);
+    if let Some(o) = s.as_object_mut() {
+        o.remove("$schema");
+        o.remove("title");
+    }
+    s
 }
 
-/// One documented route.
-#[derive(Debug, Clone)]
-pub(crate) struct RouteDoc {
-    pub method: &'static str,
-    pub path: &'static str,
-    pub operation_id: &'static str,
-    pub scope: Scope,
-    pub summary: &'static str,
-    pub body: Body,
-    query: Option<SchemaFn>,
-    request: Option<SchemaFn>,
-    response: Option<SchemaFn>,
-    created: bool,
-    idempotent: bool,
-    reads: bool,
-}
-
-fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
-    g.subschema_for::<T>()
-}
-
-fn root_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
-    g.root_schema_for::<T>()
-}
-
-fn is_unit<T: 'static>() -> bool {
-    TypeId::of::<T>() == TypeId::of::<()>()
-}
-
-/// Documents a route with query type `Q`, JSON body `B` and response `R`
-/// (`()` for none).
-pub(crate) fn doc<Q, B, R>(
-    method: &'static str,
-    path: &'static str,
-    operation_id: &'static str,
-    scope: Scope,
-) -> RouteDoc
-where
-    Q: JsonSchema + 'static,
-    B: JsonSchema + 'static,
-    R: JsonSchema + 'static,
-{
-    RouteDoc {
-        method,
-        path,
-        operation_id,
-        scope,
-        summary: "",
-        body: if is_unit::<B>() {
-            Body::None
-        } else {
-            Body::Json
-        },
-        query: (!is_unit::<Q>()).then_some(root_of::<Q> as SchemaFn),
-        request: (!is_unit::<B>()).then_some(schema_of::<B> as SchemaFn),
-        response: (!is_unit::<R>()).then_some(schema_of::<R> as SchemaFn),
-        created: false,
-        idempotent: false,
-        reads: false,
-    }
-}
-
-impl RouteDoc {
-    pub fn summary(mut self, s: &'static str) -> Self {
-        self.summary = s;
-        self
-    }
-    pub fn body(mut self, b: Body) -> Self {
-        self.body = b;
-        self
-    }
-    /// Answers 201 on creation (200 on an idempotent replay).
-    pub fn created(mut self) -> Self {
-        self.created = true;
-        self
-    }
-    /// Takes the `Idempotency-Key` header.
-    pub fn idempotent(mut self) -> Self {
-        self.idempotent = true;
-        self
-    }
-    /// A POST that only reads (its body is a query): nothing to replay,
-    /// and a kept answer would go stale.
-    pub fn reads(mut self) -> Self {
-        self.reads = true;
-        self
-    }
-    /// A write without idempotency of its own: it takes an optional
-    /// `Idempotency-Key` handled by the server's reply store.
-    pub fn replayable(&self) -> bool {
-        self.method != "get" && !self.idempotent && !self.reads
-    }
-    /// Answers with raw bytes rather than JSON.
-    pub fn raw_response(mut self) -> Self {
-        self.response = None;
-        self
-    }
-
-    fn operation(&self, g: &mut SchemaGenerator) -> Value {
-        let mut params: Vec<Value> = self
-            .path
-            .split('/')
-            .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
-            .map(|name| {
-                json!({ "name": name, "in": "path", "required": true, "schema": { "type": "string" } })
-            })
-            .collect();
-        if self.idempotent {
-            params.push(json!({
-                "name": "Idempotency-Key", "in": "header", "required": true,
-                "description": "Same key and request: the original result, 200 and replayed=true. Same key, different request: 409 idempotency_conflict.",
-                "schema": { "type": "string" }
-            }));
+/// Removes `names` from an object schema's properties and required list.
+fn without(mut schema: Value, names: &[&str]) -> Value {
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        for n in names {
+            props.remove(*n);
         }
-        if self.replayable() {
-            params.push(json!({
-                "name": "Idempotency-Key", "in": "header", "required": false,
-                "description": "Optional. The first successful answer is kept: the same key and request again answers 200 with replayed=true; the same key with a different request is 409 idempotency_conflict.",
-                "schema": { "type": "string" }
-            }));
+    }
+    if let Some(req) = schema.get_mut("required").and_then(Value::as_array_mut) {
+        req.retain(|r| !r.as_str().is_some_and(|r| names.contains(&r)));
+    }
+    schema
+}
+
+fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &WorkspaceConfig) -> Value {
+    let request = request_schema(route, config);
+    let required: Vec<String> = request
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    let props = request
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let path_params = route.path_params();
+    let mut params: Vec<Value> = path_params
+        .iter()
+        .map(|name| {
+            let schema = props.get(*name).cloned().unwrap_or(json!({ "type": "string" }));
+            json!({ "name": name, "in": "path", "required": true, "schema": strip_description(schema) })
+        })
+        .collect();
+    // Raw bodies carry content; their other fields are query parameters.
+    let body_fields: &[&str] = match route.kind {
+        Kind::Upload => &["content", "content_base64"],
+        Kind::DocumentIn => &["content"],
+        _ => &[],
+    };
+    if route.takes_query() {
+        for (name, schema) in &props {
+            if path_params.contains(&name.as_str()) || body_fields.contains(&name.as_str()) {
+                continue;
+            }
+            let mut schema = schema.clone();
+            let description = schema
+                .as_object_mut()
+                .and_then(|o| o.remove("description"));
+            let mut p = json!({
+                "name": name, "in": "query",
+                "required": required.contains(name),
+                "schema": schema,
+            });
+            if schema_is_array(&p["schema"]) {
+                p["style"] = json!("form");
+                p["explode"] = json!(true);
+            }
+            if let Some(d) = description {
+                p["description"] = d;
+            }
+            params.push(p);
         }
-        if let Some(q) = self.query {
-            let root = q(g);
-            let required: Vec<&str> = root
+    }
+    let mut op = json!({
+        "operationId": route.operation_id,
+        "summary": route.summary,
+        "x-mem-scope": route.op.scope.as_str(),
+        "x-mem-operation": route.op.name,
+        "parameters": params,
+    });
+    match route.kind {
+        Kind::Upload => {
+            op["requestBody"] = json!({ "required": true, "content": {
+                "application/octet-stream": { "schema": { "type": "string", "contentMediaType": "application/octet-stream" } }
+            }});
+        }
+        Kind::DocumentIn => {
+            op["requestBody"] = json!({ "required": true, "content": {
+                "application/octet-stream": { "schema": { "type": "string", "format": "binary", "contentMediaType": "text/plain" } }
+            }});
+        }
+        Kind::Json if !route.takes_query() => {
+            let mut exclude = path_params.clone();
+            exclude.extend_from_slice(body_fields);
+            let body = without(request, &exclude);
+            // A body with nothing required may be left out (`{}` is meant).
+            let needed = body
                 .get("required")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if let Some(props) = root.get("properties").and_then(Value::as_object) {
-                for (name, schema) in props {
-                    let mut schema = schema.clone();
-                    let description = schema
-                        .as_object_mut()
-                        .and_then(|o| o.remove("description"))
-                        .unwrap_or(Value::Null);
-                    let mut p = json!({
-                        "name": name, "in": "query",
-                        "required": required.contains(&name.as_str()),
-                        "schema": schema,
-                    });
-                    if !description.is_null() {
-                        p["description"] = description;
-                    }
-                    params.push(p);
-                }
-            }
+                .is_some_and(|r| !r.is_empty());
+            op["requestBody"] = json!({ "required": needed, "content": {
+                "application/json": { "schema": body }
+            }});
         }
-        let mut op = json!({
-            "operationId": self.operation_id,
-            "summary": self.summary,
-            "x-mem-scope": self.scope.as_str(),
-            "parameters": params,
-        });
-        match (self.body, self.request) {
-            (Body::Bytes, _) => {
-                op["requestBody"] = json!({ "required": true, "content": {
-                    "application/octet-stream": { "schema": { "type": "string", "contentMediaType": "application/octet-stream" } }
-                }});
-            }
-            (Body::Json, Some(b)) => {
-                op["requestBody"] = json!({ "required": true, "content": {
-                    "application/json": { "schema": b(g).to_value() }
-                }});
-            }
-            _ => {}
-        }
-        let ok_status = if self.created { "201" } else { "200" };
-        let content = match self.response {
-            Some(r) => json!({ "application/json": { "schema": r(g).to_value() } }),
-            None => json!({ "application/octet-stream": { "schema": { "type": "string" } } }),
-        };
-        let mut responses = Map::new();
-        responses.insert(
-            ok_status.into(),
-            json!({ "description": "success", "content": content.clone() }),
-        );
-        if self.created {
-            responses.insert(
-                "200".into(),
-                json!({ "description": "an idempotent replay of an earlier success", "content": content }),
-            );
-        }
-        responses.insert(
-            "default".into(),
-            json!({ "description": "error", "content": {
-                "application/json": { "schema": { "$ref": "#/components/schemas/Error" } }
-            }}),
-        );
-        op["responses"] = Value::Object(responses);
-        op
+        _ => {}
     }
+    let ok_status = if route.created { "201" } else { "200" };
+    let content = match route.kind {
+        Kind::Download => json!({ "*/*": { "schema": { "type": "string" } } }),
+        Kind::DocumentOut => json!({
+            "text/markdown": { "schema": { "type": "string" } },
+            "text/plain": { "schema": { "type": "string" } }
+        }),
+        _ => {
+            let mut schema = route.op.output_schema(g).to_value();
+            tailor(&mut schema, config);
+            json!({ "application/json": { "schema": schema } })
+        }
+    };
+    let mut responses = Map::new();
+    responses.insert(
+        ok_status.into(),
+        json!({ "description": "success", "content": content.clone() }),
+    );
+    if route.created {
+        responses.insert(
+            "200".into(),
+            json!({ "description": "an idempotent replay of an earlier success (`replayed: true`)", "content": content }),
+        );
+    }
+    responses.insert(
+        "default".into(),
+        json!({ "description": "an error: {code, message, hint, details}", "content": {
+            "application/json": { "schema": { "$ref": "#/components/schemas/Error" } }
+        }}),
+    );
+    op["responses"] = Value::Object(responses);
+    op
+}
+
+fn schema_is_array(s: &Value) -> bool {
+    match s.get("type") {
+        Some(Value::String(t)) => t == "array",
+        Some(Value::Array(a)) => a.iter().any(|t| t == "array"),
+        _ => false,
+    }
+}
+
+fn strip_description(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("description");
+    }
+    v
 }
 
 /// The whole document for `routes`.
-pub(crate) fn document(routes: &[RouteDoc]) -> Value {
+pub(crate) fn document(routes: &[Route], config: &WorkspaceConfig) -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.definitions_path = "/components/schemas".into();
     settings.meta_schema = None;
     let mut g = settings.into_generator();
     let mut paths = Map::new();
     for r in routes {
-        let op = r.operation(&mut g);
+        let op = operation(r, &mut g, config);
         let entry = paths.entry(r.path.to_string()).or_insert_with(|| json!({}));
         entry[r.method] = op;
     }
@@ -228,12 +181,14 @@ pub(crate) fn document(routes: &[RouteDoc]) -> Value {
         "Error".into(),
         g.root_schema_for::<mem_core::MemError>().to_value(),
     );
+    let mut schemas = Value::Object(schemas.into_iter().collect());
+    tailor(&mut schemas, config);
     json!({
         "openapi": "3.1.0",
         "info": {
             "title": "mem-host",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Local-first memory host for AI agents. Every route needs `Authorization: Bearer <token>`; `x-mem-scope` names the token scope it needs (admin implies all). Objects outside a token's scope or paths read as 404.",
+            "description": "Local-first memory host for AI agents. Every route needs `Authorization: Bearer <token>`; `x-mem-scope` names the token scope it needs (admin implies all), `x-mem-operation` the service operation it reaches (the same one the CLI and MCP reach). Objects outside a token's scope or paths read as 404. Writes take an `idempotency_key` field (or the `Idempotency-Key` header): the same key and request answer the first result again (200, `replayed: true`, header `Idempotent-Replayed`), the same key with another request is 409 `idempotency_conflict`.",
         },
         "servers": [{ "url": "http://127.0.0.1:7373" }],
         "security": [{ "bearer": [] }],
@@ -251,20 +206,50 @@ mod tests {
 
     #[test]
     fn every_route_is_documented_with_its_scope_and_refs_resolve() {
-        let routes: Vec<RouteDoc> = crate::rest::routes().into_iter().map(|(d, _)| d).collect();
-        let doc = document(&routes);
+        let routes = crate::rest::table::routes();
+        let doc = document(&routes, &WorkspaceConfig::default());
         for r in &routes {
             let op = &doc["paths"][r.path][r.method];
             assert_eq!(op["operationId"], r.operation_id, "{} {}", r.method, r.path);
-            assert_eq!(op["x-mem-scope"], r.scope.as_str());
+            assert_eq!(op["x-mem-scope"], r.op.scope.as_str());
         }
-        // Every $ref points at a component that exists.
         let text = doc.to_string();
         let schemas = doc["components"]["schemas"].as_object().unwrap();
         for piece in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
             let name = piece.split('"').next().unwrap();
             assert!(schemas.contains_key(name), "dangling $ref {name}");
         }
-        assert!(text.contains("Idempotency-Key"));
+    }
+
+    /// The contract says what the server enforces: required fields, ranges,
+    /// enums and the workspace's own memory types.
+    #[test]
+    fn the_document_states_the_constraints_the_server_checks() {
+        let doc = document(&crate::rest::table::routes(), &WorkspaceConfig::default());
+        let remember = &doc["paths"]["/v1/memories"]["post"]["requestBody"]["content"]
+            ["application/json"]["schema"];
+        let required: Vec<&str> = remember["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(required.contains(&"idempotency_key"), "{required:?}");
+        assert!(remember["properties"]["kind"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("decision")));
+        let list = &doc["paths"]["/v1/memories"]["get"]["parameters"];
+        let limit = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "limit")
+            .unwrap();
+        assert_eq!(limit["schema"]["maximum"], 1000);
+        let forget = &doc["paths"]["/v1/memories/{id}/forget"]["post"]["requestBody"]["content"]
+            ["application/json"]["schema"];
+        assert!(forget["properties"].get("id").is_none(), "the path carries id");
+        assert_eq!(forget["properties"]["confirm"]["const"], true);
     }
 }

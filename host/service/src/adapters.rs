@@ -3,7 +3,9 @@
 //! came from; memories of a scope become such a document again.
 
 use crate::Service;
-use crate::memories::{ListMemories, RememberOutcome, RememberRequest};
+use crate::audit::Actor;
+use crate::memories::{ListMemories, RememberOutcome};
+use crate::requests::RememberRequest;
 use mem_core::hash::sha256_hex;
 use mem_core::plugin::AdapterEntry;
 use mem_core::{ErrorCode, MemError, MemResult};
@@ -22,16 +24,17 @@ impl Service {
     /// Parses `bytes` (the document `name`) with `adapter` and remembers
     /// each entry under `scope`. Idempotent: re-importing the same document
     /// replays instead of duplicating. One result per entry, in order.
-    pub fn import_document(
+    pub(crate) fn import_document(
         &self,
         adapter: &str,
         name: &str,
         bytes: &[u8],
         scope: &str,
+        actor: &Actor,
     ) -> MemResult<Vec<MemResult<RememberOutcome>>> {
         let entries = self.adapter_host()?.import(adapter, name, bytes)?;
         let doc_sha = sha256_hex(bytes);
-        let requests: Vec<RememberRequest> = entries
+        let requests: Vec<(RememberRequest, Actor)> = entries
             .into_iter()
             .enumerate()
             .map(|(i, e)| {
@@ -39,11 +42,11 @@ impl Service {
                 if !e.section.is_empty() {
                     attributes.insert(SECTION_ATTR.into(), e.section.join(" > "));
                 }
-                RememberRequest {
+                let req = RememberRequest {
                     content: e.content,
                     kind: e.kind,
                     path: scope.to_string(),
-                    idempotency_key: Some(format!("import:{doc_sha}:{i}")),
+                    idempotency_key: format!("import:{doc_sha}:{i}"),
                     source_type: Some(format!("import:{adapter}")),
                     source_ref: Some(match e.lines {
                         Some(l) => format!("{name}#{}", l.locator()),
@@ -51,15 +54,18 @@ impl Service {
                     }),
                     attributes,
                     ..Default::default()
-                }
+                };
+                (req, actor.clone())
             })
             .collect();
-        Ok(self.remember_many(&requests))
+        let results = self.remember_many(&requests);
+        self.catch_up_index();
+        Ok(results)
     }
 
     /// Renders the active memories under `scope` (oldest first) as the
     /// document `name` with `adapter`.
-    pub fn export_document(&self, adapter: &str, name: &str, scope: &str) -> MemResult<Vec<u8>> {
+    pub(crate) fn export_document(&self, adapter: &str, name: &str, scope: &str) -> MemResult<Vec<u8>> {
         let host = self.adapter_host()?;
         let mut entries = Vec::new();
         let mut cursor = None;

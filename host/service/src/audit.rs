@@ -126,13 +126,18 @@ struct ChainHead {
 
 /// Filters of `audit list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AuditQuery {
-    #[serde(default)]
+    /// Only entries about this target (a memory, proposal, plugin, token...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// RFC 3339; entries at or after.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::ops::fields::opt_time")]
     pub since: Option<String>,
-    #[serde(default)]
+    /// At most this many, 1 to 10000 (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<usize>,
 }
 
@@ -193,6 +198,27 @@ impl Service {
         Ok(())
     }
 
+    /// Records an owner's administrative action (plugins, tokens, index,
+    /// rebuilds) in a commit of its own.
+    pub(crate) fn audit_admin(
+        &self,
+        actor: &Actor,
+        action: &str,
+        target: &str,
+        reasons: Vec<String>,
+    ) -> MemResult<()> {
+        self.audit_denied(AuditDraft {
+            actor: actor.clone(),
+            action: action.into(),
+            target: target.into(),
+            before_sha256: None,
+            after_sha256: None,
+            verdict: "applied".into(),
+            verdict_source: actor.label(),
+            reasons,
+        })
+    }
+
     /// Records a denial on its own (before the caller returns its error).
     pub(crate) fn audit_denied(&self, draft: AuditDraft) -> MemResult<()> {
         crate::records::transact(self.store(), Durability::Immediate, || {
@@ -222,7 +248,7 @@ impl Service {
     }
 
     /// Newest first.
-    pub fn audit_list(&self, q: &AuditQuery) -> MemResult<Vec<AuditEntry>> {
+    pub(crate) fn audit_list(&self, q: &AuditQuery) -> MemResult<Vec<AuditEntry>> {
         let since = q
             .since
             .as_deref()
@@ -243,7 +269,7 @@ impl Service {
         Ok(entries)
     }
 
-    pub fn audit_show(&self, seq: u64) -> MemResult<AuditEntry> {
+    pub(crate) fn audit_show(&self, seq: u64) -> MemResult<AuditEntry> {
         let page = self
             .store()
             .read_log(Log::Audit, seq.saturating_sub(1), 1)?;
@@ -260,7 +286,7 @@ impl Service {
 
     /// Walks the chain: recomputes every hash, checks every link and the
     /// head. Names the first entry that fails.
-    pub fn audit_verify(&self) -> MemResult<AuditVerification> {
+    pub(crate) fn audit_verify(&self) -> MemResult<AuditVerification> {
         let entries = self.audit_entries()?;
         let head = load::<ChainHead>(self.store(), Table::Meta, HEAD_KEY)?.map(|s| s.value);
         let bad = |seq: u64, problem: String, n: u64| AuditVerification {

@@ -99,7 +99,7 @@ impl Service {
     }
 
     /// Every configured budget with its usage.
-    pub fn budgets(&self) -> MemResult<Vec<BudgetUsage>> {
+    pub(crate) fn budgets(&self) -> MemResult<Vec<BudgetUsage>> {
         let mut out = Vec::new();
         for (scope, limit) in &self.config().budgets.paths {
             let usage = self.path_usage(&VPath::parse(scope)?)?;

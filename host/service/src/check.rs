@@ -27,12 +27,15 @@ pub enum CheckStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckRequest {
+    /// The planned action or text.
+    #[schemars(schema_with = "crate::ops::fields::text", length(max = 262144))]
     pub text: String,
     /// Where the action happens (what `when_any` guards also look at).
     #[serde(default)]
     pub context: Option<String>,
     /// Only constraints scoped at this path or above it.
     #[serde(default)]
+    #[schemars(schema_with = "crate::ops::fields::opt_path")]
     pub path: Option<String>,
 }
 
@@ -95,7 +98,7 @@ fn guards(raw: &str) -> Result<Vec<Guard>, String> {
 }
 
 impl Service {
-    pub fn check(&self, req: &CheckRequest) -> MemResult<CheckResult> {
+    pub(crate) fn check(&self, req: &CheckRequest) -> MemResult<CheckResult> {
         if req.text.trim().is_empty() {
             return Err(MemError::bad_request("text is empty")
                 .with_hint("pass the text to check with --text"));
@@ -110,8 +113,9 @@ impl Service {
         let mut blocked_by = Vec::new();
         let mut needs_review = Vec::new();
         let mut considered = 0;
+        let config = self.config();
         for m in self.memories_in_force()? {
-            let Ok(def) = self.config().types.registry.resolve(&m.kind) else {
+            let Ok(def) = config.types.registry.resolve(&m.kind) else {
                 continue;
             };
             if def.role != "constraint" || scope.as_ref().is_some_and(|s| !s.is_within(&m.path)) {

@@ -279,7 +279,13 @@ impl WorkspaceConfig {
         let path = dir.join(CONFIG_FILE);
         let text = std::fs::read_to_string(&path)
             .map_err(|e| MemError::io(&format!("cannot read {}", path.display()), &e))?;
-        let mut cfg = Self::parse(&text)?;
+        Self::parse_in(&text, dir)
+    }
+
+    /// Parses `text` as the `mem.toml` of the workspace at `dir` (type
+    /// schema files resolve there).
+    pub(crate) fn parse_in(text: &str, dir: &Path) -> Result<Self, MemError> {
+        let mut cfg = Self::parse(text)?;
         cfg.base_dir = dir.to_path_buf();
         cfg.types.registry = crate::types::TypeRegistry::load(dir, &cfg.types.files)?;
         Ok(cfg)

@@ -6,9 +6,8 @@
 //! memory's path scope is part of the immutable statement.
 
 use crate::Service;
-use crate::mime;
+use crate::content::Staged;
 use crate::records::{Stored, any_with_prefix, encode, load, push_event, scan_all, transact};
-use mem_core::hash::sha256_hex;
 use mem_core::id::{self, new_id};
 use mem_core::model::{FileRecord, FolderRecord, IndexStatus};
 use mem_core::store::{Batch, Durability, Table};
@@ -18,15 +17,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeSet;
 
-/// Longest tag, and the most tags one file may carry.
-const MAX_TAG_CHARS: usize = 64;
-const MAX_TAGS: usize = 64;
+use crate::ops::fields::{MAX_TAG_CHARS, MAX_TAGS};
 
+/// A file record to write over content already staged in the blob store.
 #[derive(Debug, Clone)]
-pub struct PutFile {
+pub(crate) struct PutFile {
     /// Full virtual path of the new file (folder + name).
     pub path: VPath,
-    pub bytes: Vec<u8>,
+    pub content: Staged,
     pub tags: Vec<String>,
     /// Replace the content of an existing file at `path` (keeping its id).
     pub replace: bool,
@@ -90,42 +88,44 @@ enum Node {
 /// A folder's contents: its file records and its folder entries.
 type Subtree = (Vec<Stored<FileRecord>>, Vec<(String, Vec<u8>)>);
 
+/// Tags are 1 to 64 characters without whitespace, comma, control or
+/// invisible characters (`ops::fields::tags` states the same); duplicates
+/// collapse, order is sorted.
 pub(crate) fn validate_tags(tags: &[String]) -> MemResult<Vec<String>> {
     if tags.len() > MAX_TAGS {
         return Err(MemError::bad_request(format!(
             "too many tags ({}; at most {MAX_TAGS})",
             tags.len()
-        )));
+        ))
+        .with_hint("keep the tags that matter most"));
     }
     let mut out = BTreeSet::new();
     for t in tags {
-        let t = t.trim();
-        let ok = !t.is_empty()
-            && t.chars().count() <= MAX_TAG_CHARS
-            && t.chars()
-                .all(|c| c.is_alphanumeric() || "-_.:/".contains(c));
+        let n = t.chars().count();
+        let ok = (1..=MAX_TAG_CHARS).contains(&n)
+            && !t.chars().any(|c| {
+                c.is_whitespace() || c == ',' || c.is_control() || mem_core::path::is_invisible(c)
+            });
         if !ok {
             return Err(MemError::bad_request(format!("bad tag {t:?}"))
                 .with_hint(format!(
-                    "tags are 1-{MAX_TAG_CHARS} letters, digits or - _ . : /"
+                    "tags are 1-{MAX_TAG_CHARS} characters without spaces, commas or invisible characters"
                 ))
                 .with_details(json!({ "tag": t })));
         }
-        out.insert(t.to_string());
+        out.insert(t.clone());
     }
     Ok(out.into_iter().collect())
 }
 
 impl Service {
-    /// Stores a file at `req.path`, creating missing parent folders.
-    pub fn put_file(&self, req: PutFile) -> MemResult<PutFileResult> {
-        self.put_file_with(req, Durability::Immediate)
-            .inspect(|_| self.sync_index_after_write())
-    }
-
-    /// Like [`Service::put_file`], but the caller flushes (bulk imports).
-    pub fn put_file_deferred(&self, req: PutFile) -> MemResult<PutFileResult> {
-        self.put_file_with(req, Durability::Deferred)
+    /// Stores a file record at `req.path` over staged content, creating
+    /// missing parent folders, and queues it for the processors.
+    pub(crate) fn put_file(&self, req: PutFile) -> MemResult<PutFileResult> {
+        let out = self.put_file_with(req, Durability::Immediate)?;
+        self.sync_index_after_write();
+        self.enqueue_processing(&out.file);
+        Ok(out)
     }
 
     fn put_file_with(&self, req: PutFile, durability: Durability) -> MemResult<PutFileResult> {
@@ -135,23 +135,14 @@ impl Service {
                     .with_hint("name the file, e.g. --name notes.md or --to /folder"),
             );
         }
-        let limit = self.config().limits.max_file_bytes;
-        if req.bytes.len() as u64 > limit {
-            return Err(MemError::new(
-                ErrorCode::PayloadTooLarge,
-                format!("file is {} bytes; the limit is {limit}", req.bytes.len()),
-            )
-            .with_hint("raise limits.max_file_bytes in mem.toml, or split the file")
-            .with_details(json!({ "size": req.bytes.len(), "limit": limit })));
-        }
         let tags = validate_tags(&req.tags)?;
-        let sha = sha256_hex(&req.bytes);
-        let mime = mime::sniff(&req.bytes, req.path.name());
+        let Staged {
+            sha256: sha,
+            size,
+            mime,
+            deduplicated,
+        } = req.content;
         let store = self.store();
-        let deduplicated = store.has_blob(&sha)?;
-        if !deduplicated {
-            store.put_blob(&sha, &req.bytes)?;
-        }
         let path = req.path;
         transact(store, durability, || {
             let mut batch = Batch::new();
@@ -180,7 +171,7 @@ impl Service {
                         f.index_error = None;
                         f.index_attempts = 0;
                     }
-                    f.size = req.bytes.len() as u64;
+                    f.size = size;
                     f.sha256 = sha.clone();
                     f.mime = mime.clone();
                     f.tags = tags.clone();
@@ -209,7 +200,7 @@ impl Service {
                         id: new_id(id::FILE),
                         path: path.clone(),
                         name: path.name().to_string(),
-                        size: req.bytes.len() as u64,
+                        size,
                         sha256: sha.clone(),
                         mime: mime.clone(),
                         tags: tags.clone(),
@@ -282,7 +273,7 @@ impl Service {
 
     /// `mkdir` (`parents = false`: the parent must exist and the folder must
     /// not) or `mkdir -p` (creates parents; an existing folder is fine).
-    pub fn mkdir(&self, path: &VPath, parents: bool) -> MemResult<MkdirResult> {
+    pub(crate) fn mkdir(&self, path: &VPath, parents: bool) -> MemResult<MkdirResult> {
         let store = self.store();
         transact(store, Durability::Immediate, || {
             let mut batch = Batch::new();
@@ -325,7 +316,7 @@ impl Service {
         })
     }
 
-    pub fn folder_exists(&self, path: &VPath) -> MemResult<bool> {
+    pub(crate) fn folder_exists(&self, path: &VPath) -> MemResult<bool> {
         Ok(path.is_root() || self.store().get(Table::Folders, path.as_str())?.is_some())
     }
 
@@ -349,26 +340,43 @@ impl Service {
     }
 
     /// A file's record, by id or by virtual path.
-    pub fn file_info(&self, target: &str) -> MemResult<FileRecord> {
+    pub(crate) fn file_info(&self, target: &str) -> MemResult<FileRecord> {
         Ok(self.load_file(target)?.value)
     }
 
-    /// A file's record and content, by id or by virtual path.
-    pub fn read_file(&self, target: &str) -> MemResult<(FileRecord, Vec<u8>)> {
+    /// A file's record and a reader over its content, by id or by
+    /// virtual path: the content streams, whatever its size.
+    pub(crate) fn open_file(
+        &self,
+        target: &str,
+    ) -> MemResult<(FileRecord, Box<dyn std::io::Read + Send>)> {
         let file = self.load_file(target)?.value;
-        let bytes = self.store().get_blob(&file.sha256)?.ok_or_else(|| {
+        let reader = self.store().open_blob(&file.sha256)?.ok_or_else(|| {
             MemError::new(
                 ErrorCode::StoreCorrupt,
                 format!("content of {} ({}) is missing", file.id, file.sha256),
             )
             .with_hint("restore the workspace from a backup or bundle")
         })?;
+        Ok((file, reader))
+    }
+
+    /// A file's record and at most `max_bytes` of its content.
+    pub(crate) fn read_file(
+        &self,
+        target: &str,
+        max_bytes: u64,
+    ) -> MemResult<(FileRecord, Vec<u8>)> {
+        let (file, reader) = self.open_file(target)?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(reader, max_bytes), &mut bytes)
+            .map_err(|e| MemError::io(&format!("cannot read the content of {}", file.id), &e))?;
         Ok((file, bytes))
     }
 
     /// Lists a folder's direct children (folders first, then by name), or a
     /// single file when `path` names one.
-    pub fn list_folder(&self, path: &VPath) -> MemResult<Listing> {
+    pub(crate) fn list_folder(&self, path: &VPath) -> MemResult<Listing> {
         if let Some(file) = self.file_at(path)? {
             return Ok(Listing {
                 path: path.clone(),
@@ -441,7 +449,7 @@ impl Service {
 
     /// Moves a file (by id or path) or a folder. When `dst` is an existing
     /// folder, the source moves into it under its own name.
-    pub fn move_path(&self, src: &str, dst: &VPath) -> MemResult<MoveResult> {
+    pub(crate) fn move_path(&self, src: &str, dst: &VPath) -> MemResult<MoveResult> {
         let store = self.store();
         transact(store, Durability::Immediate, || {
             let node = self.node(src)?;
@@ -596,7 +604,7 @@ impl Service {
     }
 
     /// Removes a file, or a folder (`recursive` for a non-empty one).
-    pub fn remove_path(&self, target: &str, recursive: bool) -> MemResult<RemoveResult> {
+    pub(crate) fn remove_path(&self, target: &str, recursive: bool) -> MemResult<RemoveResult> {
         let store = self.store();
         transact(store, Durability::Immediate, || {
             let mut batch = Batch::new();

@@ -20,7 +20,7 @@ fn req(content: &str, kind: &str, path: &str, key: &str) -> RememberRequest {
         content: content.into(),
         kind: kind.into(),
         path: path.into(),
-        idempotency_key: Some(key.into()),
+        idempotency_key: key.into(),
         ..Default::default()
     }
 }
@@ -37,7 +37,7 @@ fn create(content: &str, path: &str, key: &str) -> ProposalRequest {
     ProposalRequest {
         op: ProposalOp::Create,
         targets: vec![],
-        memory: Some(req(content, "fact", path, "ignored")),
+        memory: Some(req(content, "fact", path, "ignored").draft()),
         evidence: vec![],
         reason: None,
         idempotency_key: key.into(),
@@ -130,7 +130,7 @@ fn replace_supersedes_atomically_and_consolidate_merges() {
     let replace = ProposalRequest {
         op: ProposalOp::Replace,
         targets: vec![a.id.clone()],
-        memory: Some(req("the API is v2", "fact", "/api", "-")),
+        memory: Some(req("the API is v2", "fact", "/api", "-").draft()),
         evidence: vec![],
         reason: None,
         idempotency_key: "r1".into(),
@@ -159,7 +159,7 @@ fn replace_supersedes_atomically_and_consolidate_merges() {
     let merge = ProposalRequest {
         op: ProposalOp::Consolidate,
         targets: vec![b.id.clone(), c.id.clone()],
-        memory: Some(req("the API is v2 and rate limited", "fact", "/api", "-")),
+        memory: Some(req("the API is v2 and rate limited", "fact", "/api", "-").draft()),
         evidence: vec![],
         reason: None,
         idempotency_key: "m1".into(),
@@ -484,7 +484,7 @@ fn replace(svc: &Service, target: &str, content: &str, key: &str) -> Memory {
     let p = ProposalRequest {
         op: ProposalOp::Replace,
         targets: vec![target.to_string()],
-        memory: Some(req(content, "fact", "/api", "-")),
+        memory: Some(req(content, "fact", "/api", "-").draft()),
         evidence: vec![],
         reason: None,
         idempotency_key: key.into(),
@@ -708,7 +708,7 @@ fn a_queued_replace_hides_nothing() {
     let p = ProposalRequest {
         op: ProposalOp::Replace,
         targets: vec![a.clone()],
-        memory: Some(req("the API is v2", "fact", "/api", "-")),
+        memory: Some(req("the API is v2", "fact", "/api", "-").draft()),
         evidence: vec![],
         reason: None,
         idempotency_key: "r1".into(),
@@ -887,7 +887,7 @@ fn a_direct_remember_records_detected_relations_and_survives_a_failing_detector(
     );
 
     // Bulk writes skip detection.
-    let bulk = svc.remember_many(&[req("the staging deploy is broken", "fact", "/ops", "m1")]);
+    let bulk = svc.remember_all(&[req("the staging deploy is broken", "fact", "/ops", "m1")]);
     let m = bulk[0].as_ref().unwrap().memory.clone().unwrap();
     assert!(m.relations.is_empty());
     assert!(svc.audit_verify().unwrap().ok);

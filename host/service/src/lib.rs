@@ -12,48 +12,63 @@ pub mod audit;
 mod budget;
 pub mod check;
 pub mod config;
+mod content;
+pub mod door;
 mod files;
 pub mod gate;
 pub mod lint;
 mod memories;
 mod mime;
+pub mod ops;
 pub mod processing;
 pub mod recall;
 mod records;
-pub mod replay;
+pub mod requests;
 pub mod schemas;
+mod settings;
 pub mod tokens;
 pub mod types;
 
 pub use audit::{Actor, AuditEntry, AuditQuery, AuditVerification};
 pub use budget::BudgetUsage;
 pub use config::WorkspaceConfig;
-pub use files::{Entry, Listing, MkdirResult, MoveResult, PutFile, PutFileResult, RemoveResult};
+pub use door::{Caller, Done, Operation};
+pub use files::{Entry, Listing, MkdirResult, MoveResult, PutFileResult, RemoveResult};
 pub use gate::{
     Evidence, EvidenceStance, Proposal, ProposalOutcome, ProposalRequest, ProposalStatus,
     ReviewItem,
 };
-pub use memories::{ListMemories, MAX_LIST_LIMIT, Page, RememberOutcome, RememberRequest};
+pub use memories::{ListMemories, MAX_LIST_LIMIT, Page, RememberOutcome};
+pub use requests::{MemoryDraft, RememberRequest};
 
 use mem_core::plugin::PluginHost;
 use mem_core::store::Store;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// One open workspace's business logic.
 pub struct Service {
     store: Arc<dyn Store>,
-    config: WorkspaceConfig,
+    /// `mem.toml`, owned here: read by every rule, edited only by the
+    /// owner's administrative operations.
+    settings: settings::Settings,
     /// The workspace's plugins (policies, detectors, selectors, processors);
     /// `None` runs the host's own checks only.
     plugins: Option<Arc<dyn PluginHost>>,
     /// The search index and its sync state (see `recall`).
     recall: recall::RecallState,
+    /// Files waiting for the processors.
+    processing: processing::ProcessingQueue,
+    /// Idempotency keys whose request is running now (see `door`).
+    in_flight: parking_lot::Mutex<HashSet<String>>,
+    /// Compiled request schemas (see `door`).
+    shapes: door::Shapes,
 }
 
 impl std::fmt::Debug for Service {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Service")
-            .field("workspace", &self.config.workspace.name)
+            .field("workspace", &self.config().workspace.name)
             .finish()
     }
 }
@@ -62,9 +77,12 @@ impl Service {
     pub fn new(store: Arc<dyn Store>, config: WorkspaceConfig) -> Self {
         Self {
             store,
-            config,
+            settings: settings::Settings::new(config),
             plugins: None,
             recall: Default::default(),
+            processing: Default::default(),
+            in_flight: Default::default(),
+            shapes: Default::default(),
         }
     }
 
@@ -100,8 +118,54 @@ impl Service {
         Ok(())
     }
 
-    pub fn config(&self) -> &WorkspaceConfig {
-        &self.config
+    /// The running configuration (a snapshot: an owner's edit swaps it).
+    pub fn config(&self) -> Arc<WorkspaceConfig> {
+        self.settings.current()
+    }
+}
+
+/// A file written by a unit test (bytes at hand, no surface).
+#[cfg(test)]
+pub(crate) struct TestPut {
+    pub path: mem_core::VPath,
+    pub bytes: Vec<u8>,
+    pub tags: Vec<String>,
+    pub replace: bool,
+}
+
+/// Unit tests of the business rules call them without a surface, as the
+/// owner (an agent when the request names one), as the door would.
+#[cfg(test)]
+impl Service {
+    pub(crate) fn put_test(&self, p: TestPut) -> mem_core::MemResult<PutFileResult> {
+        let content = self.stage_content(&mut &p.bytes[..], p.path.name())?;
+        self.put_file(files::PutFile {
+            path: p.path,
+            content,
+            tags: p.tags,
+            replace: p.replace,
+        })
+    }
+
+    pub(crate) fn remember(&self, req: &RememberRequest) -> mem_core::MemResult<RememberOutcome> {
+        let actor = access::Access::owner().actor(req.agent_id.clone(), req.session_id.clone());
+        self.remember_as(req, &actor)
+    }
+
+    pub(crate) fn remember_all(
+        &self,
+        reqs: &[RememberRequest],
+    ) -> Vec<mem_core::MemResult<RememberOutcome>> {
+        let with_actors: Vec<_> = reqs
+            .iter()
+            .map(|r| {
+                let actor = access::Access::owner().actor(r.agent_id.clone(), r.session_id.clone());
+                (r.clone(), actor)
+            })
+            .collect();
+        let out = self.remember_many(&with_actors);
+        self.catch_up_index();
+        out
     }
 }
 

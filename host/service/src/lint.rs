@@ -52,7 +52,7 @@ pub struct RebuildReport {
 }
 
 impl Service {
-    pub fn lint(&self) -> MemResult<LintReport> {
+    pub(crate) fn lint(&self) -> MemResult<LintReport> {
         let all: Vec<Memory> = scan_all(self.store(), Table::Memories, "")?
             .into_iter()
             .map(|(k, raw)| decode(Table::Memories, &k, &raw))
@@ -212,7 +212,7 @@ impl Service {
     /// Recomputes every memory record from the event log (each event
     /// carries the memory's state; content comes from its blob unless the
     /// memory was forgotten). With `apply`, writes back what differs.
-    pub fn rebuild_memories(&self, apply: bool) -> MemResult<RebuildReport> {
+    pub(crate) fn rebuild_memories(&self, apply: bool) -> MemResult<RebuildReport> {
         const PAGE: usize = 1024;
         let mut latest: BTreeMap<String, Memory> = BTreeMap::new();
         let mut after = 0;

@@ -7,7 +7,10 @@ use crate::audit::{Actor, AuditDraft};
 use crate::budget::UsageChange;
 use crate::config::{RememberRoute, WriteMode};
 use crate::gate::authority;
-use crate::gate::{ProposalOp, ProposalRequest};
+use crate::requests::{
+    MAX_ATTR_KEY_CHARS, MAX_ATTR_VALUE_CHARS, MAX_ATTRS, MAX_FIELD_CHARS, MemoryDraft,
+    ProposalOp, ProposalRequest, RememberRequest,
+};
 use crate::records::{Stored, decode, encode, load, push_event, transact};
 use mem_core::hash::sha256_hex;
 use mem_core::id::{self, new_id};
@@ -21,44 +24,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
 
-/// Longest idempotency key, attribute key and attribute value.
-const MAX_KEY_CHARS: usize = 256;
-const MAX_ATTR_VALUE_CHARS: usize = 4096;
-const MAX_ATTRS: usize = 64;
-/// Longest free-text provenance field (source ref, agent id, ...).
-const MAX_FIELD_CHARS: usize = 512;
 /// Largest page of `memory list`.
 pub const MAX_LIST_LIMIT: usize = 1000;
-
-/// A request to remember something. Field names are the JSONL/REST/MCP
-/// wire format.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RememberRequest {
-    pub content: String,
-    pub kind: String,
-    pub path: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idempotency_key: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub event_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_ref: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_file_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confidence: Option<f64>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub attributes: BTreeMap<String, String>,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RememberOutcome {
@@ -75,19 +42,30 @@ pub struct RememberOutcome {
     pub proposal: Option<crate::gate::Proposal>,
 }
 
-/// Filters of `memory list`.
+/// `memory.list`: memories newest first, filtered, a page at a time.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ListMemories {
-    #[serde(default)]
+    /// Only memories at or below this folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::ops::fields::opt_path")]
     pub path: Option<String>,
-    #[serde(default)]
+    /// Only this memory type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::ops::fields::opt_kind")]
     pub kind: Option<String>,
-    /// `active` (default), `archived`, `superseded`, `forgotten` or `all`.
-    #[serde(default)]
+    /// `active` (default), `archived`, `superseded`, `deprecated`,
+    /// `forgotten` or `all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["active", "archived", "superseded", "deprecated", "forgotten", "all", null]))]
     pub lifecycle: Option<String>,
-    #[serde(default)]
+    /// Page size, 1 to 1000 (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
-    #[serde(default)]
+    /// A previous page's `next_cursor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::ops::fields::opt_cursor")]
     pub cursor: Option<String>,
 }
 
@@ -164,13 +142,18 @@ fn lifecycle_filter(raw: Option<&str>) -> MemResult<Vec<Lifecycle>> {
 }
 
 impl Service {
-    /// Validates a request into the memory it would create (without id).
-    pub(crate) fn prepare_memory(&self, req: &RememberRequest) -> MemResult<(Memory, String)> {
-        let content = req.content.trim();
-        if content.is_empty() {
-            return Err(MemError::bad_request("content is empty").with_hint("say what to remember"));
+    /// Validates a draft into the memory it would create (without id).
+    /// The content is kept exactly as sent: a client's own SHA-256 of what
+    /// it sent matches `content_sha256`.
+    pub(crate) fn prepare_memory(&self, req: &MemoryDraft) -> MemResult<(Memory, String)> {
+        let content = req.content.as_str();
+        if content.trim().is_empty() {
+            return Err(MemError::bad_request("content is empty")
+                .with_hint("say what to remember")
+                .with_details(json!({ "field": "content" })));
         }
-        let limit = self.config().limits.max_memory_chars;
+        let config = self.config();
+        let limit = config.limits.max_memory_chars;
         let chars = content.chars().count();
         if chars > limit {
             return Err(MemError::new(
@@ -180,31 +163,34 @@ impl Service {
             .with_hint("split it into smaller memories, or store it as a file and remember a summary citing it")
             .with_details(json!({ "size": chars, "limit": limit })));
         }
-        let kind = req.kind.trim().to_ascii_lowercase();
-        let registry = &self.config().types.registry;
+        let kind = req.kind.clone();
+        let registry = &config.types.registry;
         let def = registry.resolve(&kind)?;
-        let path = VPath::parse(req.path.trim())?;
+        let path = VPath::parse(&req.path)?;
         let confidence = match req.confidence {
             Some(c) if !(0.0..=1.0).contains(&c) || c.is_nan() => {
                 return Err(MemError::bad_request(format!(
                     "confidence {c} is outside 0..1"
-                )));
+                ))
+                .with_hint("give a confidence between 0 and 1")
+                .with_details(json!({ "field": "confidence" })));
             }
             Some(c) => c,
-            None => self.config().memory.default_confidence,
+            None => config.memory.default_confidence,
         };
         if req.attributes.len() > MAX_ATTRS {
             return Err(MemError::bad_request(format!(
                 "too many attributes (at most {MAX_ATTRS})"
-            )));
+            ))
+            .with_hint("keep the fields the memory's type defines"));
         }
         for (k, v) in &req.attributes {
             let key_ok = !k.is_empty()
-                && k.chars().count() <= MAX_KEY_CHARS
-                && k.chars().all(|c| c.is_alphanumeric() || "-_.:".contains(c));
+                && k.chars().count() <= MAX_ATTR_KEY_CHARS
+                && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
             if !key_ok || v.chars().count() > MAX_ATTR_VALUE_CHARS {
                 return Err(MemError::bad_request(format!("bad attribute {k:?}"))
-                    .with_hint("attribute keys are letters, digits or - _ . : (at most 256); values at most 4096 characters")
+                    .with_hint(format!("attribute keys are ASCII letters, digits or - _ . : (at most {MAX_ATTR_KEY_CHARS}); values at most {MAX_ATTR_VALUE_CHARS} characters"))
                     .with_details(json!({ "attribute": k })));
             }
         }
@@ -254,42 +240,42 @@ impl Service {
         Ok((memory, request_sha))
     }
 
-    /// Remembers one thing, durably (flushed before returning), acting as
-    /// the agent the request names (or the owner when it names none).
-    pub fn remember(&self, req: &RememberRequest) -> MemResult<RememberOutcome> {
-        self.remember_as(req, &actor_of(req))
-    }
-
-    pub fn remember_as(&self, req: &RememberRequest, actor: &Actor) -> MemResult<RememberOutcome> {
+    /// Remembers one thing, durably (flushed before returning), as `actor`.
+    pub(crate) fn remember_as(
+        &self,
+        req: &RememberRequest,
+        actor: &Actor,
+    ) -> MemResult<RememberOutcome> {
         let out = self.remember_with(req, Durability::Immediate, actor, true)?;
         self.after_memory_write()?;
         Ok(out)
     }
 
-    /// Remembers many; each line succeeds or fails on its own, and every
-    /// success is durable before this returns.
+    /// Remembers many; each succeeds or fails on its own, and every success
+    /// is durable before this returns. The search index catches up after
+    /// the acknowledgement (the event log is its durable queue): the
+    /// running process's worker, or [`Service::settle`], brings it up.
     ///
     /// Bulk writes skip relation detection: comparing each line with every
     /// memory already in its scope makes an import into one scope O(n²)
     /// in store reads and plugin calls. A gated line (review policy, or
     /// `remember = "gate"`) still goes through the gate's detectors; `lint`
     /// reports verbatim duplicates either way.
-    pub fn remember_many(&self, reqs: &[RememberRequest]) -> Vec<MemResult<RememberOutcome>> {
+    pub(crate) fn remember_many(
+        &self,
+        reqs: &[(RememberRequest, Actor)],
+    ) -> Vec<MemResult<RememberOutcome>> {
         let results: Vec<_> = reqs
             .iter()
-            .map(|r| self.remember_with(r, Durability::Deferred, &actor_of(r), false))
+            .map(|(r, actor)| self.remember_with(r, Durability::Deferred, actor, false))
             .collect();
-        let flushed = self
-            .store()
-            .flush()
-            .map_err(MemError::from)
-            .and_then(|_| self.after_memory_write());
-        if let Err(err) = flushed {
+        if let Err(err) = self.store().flush().map_err(MemError::from) {
             return results
                 .into_iter()
                 .map(|r| r.and(Err(err.clone())))
                 .collect();
         }
+        self.index_behind();
         results
     }
 
@@ -331,20 +317,10 @@ impl Service {
         actor: &Actor,
         detect: bool,
     ) -> MemResult<RememberOutcome> {
-        let (template, request_sha) = self.prepare_memory(req)?;
-        let key = match field("idempotency_key", &req.idempotency_key)? {
-            Some(k) if k.chars().count() > MAX_KEY_CHARS => {
-                return Err(MemError::bad_request(format!(
-                    "idempotency_key is longer than {MAX_KEY_CHARS} characters"
-                )));
-            }
-            Some(k) => k,
-            None => {
-                return Err(MemError::bad_request("idempotency_key is required")
-                    .with_hint("pass a key unique to this write (e.g. the message or step id), so a retried write cannot be stored twice")
-                    .with_details(json!({ "field": "idempotency_key" })));
-            }
-        };
+        let (template, request_sha) = self.prepare_memory(&req.draft())?;
+        let key = crate::door::checked_key(Some(&req.idempotency_key))?
+            .unwrap_or_default()
+            .to_string();
         let key_hash = sha256_hex(key.as_bytes());
         let store = self.store();
         if let Some(file_id) = &template.provenance.source_file_id
@@ -353,14 +329,9 @@ impl Service {
             return Err(MemError::not_found("file", file_id)
                 .with_hint("source_file_id must name a stored file; `ls` lists them"));
         }
-        let role = self
-            .config()
-            .types
-            .registry
-            .resolve(&template.kind)?
-            .role
-            .clone();
-        let (mode, rule) = self.config().gate.mode_for(
+        let config = self.config();
+        let role = config.types.registry.resolve(&template.kind)?.role.clone();
+        let (mode, rule) = config.gate.mode_for(
             &template.kind,
             &role,
             template.provenance.agent_id.as_deref(),
@@ -384,14 +355,11 @@ impl Service {
                 .with_hint("this kind of memory cannot be written here; ask the workspace owner")
                 .with_details(json!({ "rule": rule })));
         }
-        if mode == WriteMode::Review || self.config().gate.remember == RememberRoute::Gate {
+        if mode == WriteMode::Review || config.gate.remember == RememberRoute::Gate {
             let proposal = ProposalRequest {
                 op: ProposalOp::Create,
                 targets: Vec::new(),
-                memory: Some(RememberRequest {
-                    idempotency_key: None,
-                    ..req.clone()
-                }),
+                memory: Some(req.draft()),
                 evidence: Vec::new(),
                 reason: None,
                 idempotency_key: key,
@@ -578,12 +546,12 @@ impl Service {
         load(self.store(), Table::Memories, id)?.ok_or_else(|| MemError::not_found("memory", id))
     }
 
-    pub fn memory(&self, id: &str) -> MemResult<Memory> {
+    pub(crate) fn memory(&self, id: &str) -> MemResult<Memory> {
         Ok(self.load_memory(id)?.value)
     }
 
     /// Memories newest first, filtered, with cursor pagination.
-    pub fn list_memories(&self, q: &ListMemories) -> MemResult<Page<Memory>> {
+    pub(crate) fn list_memories(&self, q: &ListMemories) -> MemResult<Page<Memory>> {
         let limit = q.limit.unwrap_or(50);
         if limit == 0 || limit > MAX_LIST_LIMIT {
             return Err(MemError::bad_request(format!(
@@ -727,7 +695,7 @@ impl Service {
 
     /// Records a vote (moving confidence by the workspace's deltas; enough
     /// `not_useful` votes in a row deprecate the memory) or a pin.
-    pub fn feedback(
+    pub(crate) fn feedback(
         &self,
         id: &str,
         action: FeedbackAction,
@@ -769,7 +737,7 @@ impl Service {
         })
     }
 
-    pub fn archive(&self, id: &str, expected_version: u64, actor: &Actor) -> MemResult<Memory> {
+    pub(crate) fn archive(&self, id: &str, expected_version: u64, actor: &Actor) -> MemResult<Memory> {
         self.change_memory(id, expected_version, "memory.archived", actor, |m| {
             if m.lifecycle != Lifecycle::Active {
                 return Err(invalid_transition(
@@ -784,7 +752,7 @@ impl Service {
     }
 
     /// Brings an archived or deprecated memory back (budgets apply again).
-    pub fn restore(&self, id: &str, expected_version: u64, actor: &Actor) -> MemResult<Memory> {
+    pub(crate) fn restore(&self, id: &str, expected_version: u64, actor: &Actor) -> MemResult<Memory> {
         self.change_memory(id, expected_version, "memory.restored", actor, |m| {
             if !matches!(m.lifecycle, Lifecycle::Archived | Lifecycle::Deprecated) {
                 return Err(invalid_transition(
@@ -800,7 +768,7 @@ impl Service {
     }
 
     /// Purges a memory's payload; a tombstone with the reason remains.
-    pub fn forget(
+    pub(crate) fn forget(
         &self,
         id: &str,
         expected_version: u64,
@@ -838,15 +806,6 @@ impl Service {
 }
 
 /// The actor a request names: its agent, else the local owner.
-fn actor_of(req: &RememberRequest) -> Actor {
-    match field("agent_id", &req.agent_id).ok().flatten() {
-        Some(agent) => Actor::agent(
-            Some(agent),
-            field("session_id", &req.session_id).ok().flatten(),
-        ),
-        None => Actor::owner(),
-    }
-}
 
 fn require_not_forgotten(m: &Memory, verb: &str) -> MemResult<()> {
     if m.lifecycle == Lifecycle::Forgotten {

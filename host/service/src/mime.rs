@@ -5,8 +5,19 @@
 //! without NULs the extension picks among text types (`text/markdown`,
 //! `text/x-rust`, ...), and JSON is recognised by parsing it.
 
+/// How much of a file's start [`sniff`] looks at.
+pub const SNIFF_BYTES: usize = 64 * 1024;
+
 /// Sniffs the MIME type of `bytes`; `name` is consulted only for text.
+#[cfg(test)]
 pub fn sniff(bytes: &[u8], name: &str) -> String {
+    sniff_head(bytes, bytes.len() <= SNIFF_BYTES, name)
+}
+
+/// Sniffs from the first bytes of a file (`complete`: they are all of it).
+/// JSON is recognised by parsing a complete file; a longer one that starts
+/// like JSON counts as JSON when its name says so.
+pub fn sniff_head(bytes: &[u8], complete: bool, name: &str) -> String {
     if let Some(kind) = infer::get(bytes) {
         return kind.mime_type().to_string();
     }
@@ -15,7 +26,11 @@ pub fn sniff(bytes: &[u8], name: &str) -> String {
     }
     let trimmed = trim_ascii_start(strip_bom(bytes));
     if (trimmed.starts_with(b"{") || trimmed.starts_with(b"["))
-        && serde_json::from_slice::<serde_json::Value>(bytes).is_ok()
+        && if complete {
+            serde_json::from_slice::<serde_json::Value>(bytes).is_ok()
+        } else {
+            name.to_ascii_lowercase().ends_with(".json")
+        }
     {
         return "application/json".to_string();
     }
@@ -45,13 +60,13 @@ fn trim_ascii_start(bytes: &[u8]) -> &[u8] {
 /// Valid UTF-8 (the first 64 KiB; a cut multi-byte char at the end is
 /// fine), no NUL, and few control characters.
 fn looks_like_text(bytes: &[u8]) -> bool {
-    let head = &bytes[..bytes.len().min(64 * 1024)];
+    let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
     if head.contains(&0) {
         return false;
     }
     let valid = match std::str::from_utf8(head) {
         Ok(_) => true,
-        Err(e) => e.error_len().is_none() && head.len() == 64 * 1024,
+        Err(e) => e.error_len().is_none() && head.len() == SNIFF_BYTES,
     };
     if !valid {
         return false;

@@ -10,10 +10,17 @@ use mem_core::model::{FileRecord, IndexStatus};
 use mem_core::plugin::{FileInput, ProcessedFile};
 use mem_core::store::{Batch, Durability, Table};
 use mem_core::time::now;
-use mem_core::{MemError, MemResult};
+use mem_core::{MemError, MemResult, VPath};
+use parking_lot::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+fn warn(what: &str, e: &MemError) {
+    tracing::warn!(code = %e.code, error = %e.message, "{what}");
+}
 
 /// Attempts before a file stays `failed` until someone runs `reindex`.
 const MAX_ATTEMPTS: u32 = 3;
@@ -59,10 +66,111 @@ pub enum Reindex {
     All,
 }
 
+/// Files waiting for the processors. A write enqueues; the worker of the
+/// running process (`serve`, `mcp`, a CLI command before it exits)
+/// drains; a put that waits for its file processes it at once. One drain
+/// runs at a time, so a file is never processed twice concurrently.
+#[derive(Debug, Default)]
+pub(crate) struct ProcessingQueue {
+    ids: Mutex<VecDeque<String>>,
+    ready: Condvar,
+    busy: Mutex<()>,
+}
+
+/// How long the worker sleeps without work before it saves deferred
+/// derived state anyway.
+const WORKER_IDLE: Duration = Duration::from_secs(5);
+
 impl Service {
+    /// Queues a file whose content is new for the processors.
+    pub(crate) fn enqueue_processing(&self, f: &FileRecord) {
+        if f.index_status == IndexStatus::Pending {
+            let mut ids = self.processing.ids.lock();
+            if !ids.contains(&f.id) {
+                ids.push_back(f.id.clone());
+            }
+            self.processing.ready.notify_one();
+        }
+    }
+
+    /// Processes one file now (a put that waits for its processing); the
+    /// queue forgets it.
+    pub(crate) fn process_now(&self, id: &str) -> MemResult<()> {
+        self.processing.ids.lock().retain(|q| q != id);
+        let _one = self.processing.busy.lock();
+        self.process_pending(Some(&[id.to_string()]))?;
+        Ok(())
+    }
+
+    /// Processes everything queued now.
+    pub fn drain_processing(&self) -> MemResult<ProcessReport> {
+        let ids: Vec<String> = self.processing.ids.lock().drain(..).collect();
+        if ids.is_empty() {
+            return Ok(ProcessReport::default());
+        }
+        let _one = self.processing.busy.lock();
+        self.process_pending(Some(&ids))
+    }
+
+    /// Queues every file a crash or an earlier process left pending.
+    pub fn requeue_pending(&self) -> MemResult<usize> {
+        let mut n = 0;
+        for (k, raw) in scan_all(self.store(), Table::Files, "")? {
+            let f: FileRecord = decode(Table::Files, &k, &raw)?;
+            if matches!(f.index_status, IndexStatus::Pending | IndexStatus::Processing)
+                && f.index_attempts < MAX_ATTEMPTS
+            {
+                let mut pending = f;
+                pending.index_status = IndexStatus::Pending;
+                self.enqueue_processing(&pending);
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// The worker loop of a long-running process: drains the processing
+    /// queue as work arrives and saves deferred derived state when idle,
+    /// until `stop` is set (checked at least every few seconds).
+    pub fn run_worker(&self, stop: &AtomicBool) {
+        if let Err(e) = self.requeue_pending() {
+            warn("cannot queue pending files", &e);
+        }
+        while !stop.load(Ordering::Relaxed) {
+            {
+                let mut ids = self.processing.ids.lock();
+                if ids.is_empty() {
+                    self.processing.ready.wait_for(&mut ids, WORKER_IDLE);
+                }
+            }
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            self.settle();
+        }
+    }
+
+    /// Finishes what writes left for later: processes queued files,
+    /// brings the index up to the log, saves deferred state. The worker
+    /// runs it as work arrives; a CLI command runs it before it exits.
+    pub fn settle(&self) {
+        if let Err(e) = self.drain_processing() {
+            warn("background processing failed", &e);
+        }
+        self.catch_up_index();
+        if let Err(e) = self.flush() {
+            warn("cannot save deferred state", &e);
+        }
+    }
+
+    /// Wakes a worker waiting in [`Service::run_worker`] (to stop it).
+    pub fn wake_worker(&self) {
+        self.processing.ready.notify_all();
+    }
+
     /// Processes every pending file (or just `ids`). Without a plugin
     /// runtime attached, files stay pending.
-    pub fn process_pending(&self, ids: Option<&[String]>) -> MemResult<ProcessReport> {
+    pub(crate) fn process_pending(&self, ids: Option<&[String]>) -> MemResult<ProcessReport> {
         let mut report = ProcessReport::default();
         if self.plugins().is_none() {
             return Ok(report);
@@ -104,7 +212,7 @@ impl Service {
     }
 
     /// Marks files for processing again and processes them.
-    pub fn reindex(&self, which: Reindex) -> MemResult<ProcessReport> {
+    pub(crate) fn reindex(&self, which: Reindex) -> MemResult<ProcessReport> {
         let files: Vec<FileRecord> = match &which {
             Reindex::File(target) => vec![self.file_info(target)?],
             _ => scan_all(self.store(), Table::Files, "")?
@@ -227,19 +335,41 @@ impl Service {
         })
     }
 
-    /// Counts and health of the workspace.
-    pub fn status(&self) -> MemResult<WorkspaceStatus> {
+    /// Counts and health of the workspace, as a caller confined to
+    /// `within` (empty: the whole workspace) may see them: a confined
+    /// caller gets the counts of its folders only, the budgets scoped
+    /// inside them, and nothing workspace-wide (index, plugins, review).
+    pub(crate) fn status(&self, within: &[VPath]) -> MemResult<WorkspaceStatus> {
+        let whole = within.is_empty() || within.iter().any(VPath::is_root);
+        let sees = |p: &VPath| whole || within.iter().any(|w| p.is_within(w));
         let mut index_status: BTreeMap<String, u64> = BTreeMap::new();
         let mut files = 0;
         for (k, raw) in scan_all(self.store(), Table::Files, "")? {
             let f: FileRecord = decode(Table::Files, &k, &raw)?;
+            if !sees(&f.path) {
+                continue;
+            }
             files += 1;
             *index_status
                 .entry(f.index_status.as_str().to_string())
                 .or_default() += 1;
         }
+        let memories = if whole {
+            self.store().count(Table::Memories)?
+        } else {
+            // Keys are `{path}\0{id}`: the folder itself, then below it.
+            let mut ids = std::collections::BTreeSet::new();
+            for w in within {
+                for prefix in [format!("{}\0", w.as_str()), w.child_prefix()] {
+                    for (k, _) in scan_all(self.store(), Table::MemoryPaths, &prefix)? {
+                        ids.insert(k);
+                    }
+                }
+            }
+            ids.len() as u64
+        };
         let plugins = match self.plugins() {
-            Some(h) => h
+            Some(h) if whole => h
                 .list()?
                 .into_iter()
                 .map(|p| PluginStatus {
@@ -248,16 +378,27 @@ impl Service {
                     failures: p.failures.total,
                 })
                 .collect(),
-            None => Vec::new(),
+            _ => Vec::new(),
         };
+        let budgets = self
+            .budgets()?
+            .into_iter()
+            .filter(|b| {
+                whole
+                    || b.budget
+                        .strip_prefix("path:")
+                        .and_then(|p| VPath::parse(p).ok())
+                        .is_some_and(|p| sees(&p))
+            })
+            .collect();
         Ok(WorkspaceStatus {
             workspace: self.config().workspace.name.clone(),
             files,
             index_status,
-            memories: self.store().count(Table::Memories)?,
-            queued_proposals: self.review_list()?.len(),
-            budgets: self.budgets()?,
-            index: self.index_stats()?,
+            memories,
+            queued_proposals: if whole { self.review_list()?.len() } else { 0 },
+            budgets,
+            index: if whole { self.index_stats()? } else { None },
             plugins,
         })
     }

@@ -6,12 +6,13 @@ use mem_core::{ErrorCode, VPath};
 use mem_store::SledStore;
 
 pub(crate) fn service() -> (tempfile::TempDir, Service) {
+    service_with(WorkspaceConfig::default())
+}
+
+pub(crate) fn service_with(config: WorkspaceConfig) -> (tempfile::TempDir, Service) {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(&dir.path().join("store")).unwrap();
-    (
-        dir,
-        Service::new(Arc::new(store), WorkspaceConfig::default()),
-    )
+    (dir, Service::new(Arc::new(store), config))
 }
 
 fn p(s: &str) -> VPath {
@@ -19,7 +20,7 @@ fn p(s: &str) -> VPath {
 }
 
 fn put(svc: &Service, path: &str, bytes: &[u8]) -> PutFileResult {
-    svc.put_file(PutFile {
+    svc.put_test(crate::TestPut {
         path: p(path),
         bytes: bytes.to_vec(),
         tags: vec![],
@@ -38,13 +39,18 @@ fn remember(
         content: content.into(),
         kind: "fact".into(),
         path: path.into(),
-        // Tests that do not exercise idempotency derive a key per write.
-        idempotency_key: Some(key.map_or_else(|| format!("{path}\n{content}"), str::to_string)),
+        // Tests that do not exercise idempotency take a fresh key per write.
+        idempotency_key: key.map_or_else(fresh_key, str::to_string),
         ..Default::default()
     })
 }
 
 use mem_core::MemResult;
+
+fn fresh_key() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!("test-{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
 
 fn owner() -> crate::Actor {
     crate::Actor::owner()
@@ -61,7 +67,7 @@ fn identical_bytes_are_stored_once() {
     assert_eq!(svc.store().blob_refcount(&a.file.sha256).unwrap(), 2);
     svc.remove_path(&a.file.id, false).unwrap();
     assert_eq!(svc.store().blob_refcount(&a.file.sha256).unwrap(), 1);
-    assert_eq!(svc.read_file("/b/two.txt").unwrap().1, b"same bytes");
+    assert_eq!(svc.read_file("/b/two.txt", u64::MAX).unwrap().1, b"same bytes");
     svc.remove_path("/b/two.txt", false).unwrap();
     assert!(svc.store().get_blob(&a.file.sha256).unwrap().is_none());
 }
@@ -72,7 +78,7 @@ fn put_creates_parents_and_refuses_clobber_without_replace() {
     let first = put(&svc, "/deep/er/f.md", b"# one");
     assert!(svc.folder_exists(&p("/deep/er")).unwrap());
     let err = svc
-        .put_file(PutFile {
+        .put_test(crate::TestPut {
             path: p("/deep/er/f.md"),
             bytes: b"# two".to_vec(),
             tags: vec![],
@@ -81,7 +87,7 @@ fn put_creates_parents_and_refuses_clobber_without_replace() {
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::AlreadyExists);
     let replaced = svc
-        .put_file(PutFile {
+        .put_test(crate::TestPut {
             path: p("/deep/er/f.md"),
             bytes: b"# two".to_vec(),
             tags: vec![],
@@ -91,7 +97,7 @@ fn put_creates_parents_and_refuses_clobber_without_replace() {
     assert!(!replaced.created);
     assert_eq!(replaced.file.id, first.file.id);
     assert_eq!(replaced.file.state_version, 2);
-    assert_eq!(svc.read_file(&first.file.id).unwrap().1, b"# two");
+    assert_eq!(svc.read_file(&first.file.id, u64::MAX).unwrap().1, b"# two");
     // The replaced blob is released.
     assert!(svc.store().get_blob(&first.file.sha256).unwrap().is_none());
 }
@@ -204,8 +210,8 @@ fn idempotent_remember_replays_and_conflicts() {
     let (_d, svc) = service();
     let first = remember(&svc, "Alice prefers tea", "/people", Some("k1")).unwrap();
     assert!(!first.replayed);
-    // Normalization: surrounding whitespace does not make a new request.
-    let again = remember(&svc, "  Alice prefers tea \n", "/people", Some("k1")).unwrap();
+    // Content is kept verbatim, so only the exact request replays.
+    let again = remember(&svc, "Alice prefers tea", "/people", Some("k1")).unwrap();
     assert!(again.replayed);
     assert_eq!(
         again.memory.as_ref().unwrap().id,
@@ -353,7 +359,7 @@ fn bad_inputs_get_structured_errors() {
         kind: "fact".into(),
         path: "/a".into(),
         source_file_id: Some("file_nope".into()),
-        idempotency_key: Some("k".into()),
+        idempotency_key: "k".into(),
         ..Default::default()
     });
     assert_eq!(missing_file.unwrap_err().code, ErrorCode::NotFound);
@@ -371,14 +377,14 @@ fn remember_many_reports_each_line() {
         content: "ok".into(),
         kind: "note".into(),
         path: "/n".into(),
-        idempotency_key: Some("g".into()),
+        idempotency_key: "g".into(),
         ..Default::default()
     };
     let bad = RememberRequest {
         content: "".into(),
         ..good.clone()
     };
-    let results = svc.remember_many(&[good.clone(), bad, good]);
+    let results = svc.remember_all(&[good.clone(), bad, good]);
     assert!(results[0].is_ok());
     assert!(results[1].is_err());
     assert!(results[2].is_ok());

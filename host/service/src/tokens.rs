@@ -24,17 +24,23 @@ const ID_PREFIX: &str = "tok";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenRequest {
+    /// A name to recognise the token by (unique among live tokens).
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"\S"))]
     pub name: String,
     /// `search`, `read`, `write`, `delete`, `admin` (admin implies all).
+    #[schemars(schema_with = "crate::ops::fields::scopes")]
     pub scopes: Vec<String>,
     /// Folders the token is confined to (empty: the whole workspace).
     #[serde(default)]
+    #[schemars(schema_with = "crate::ops::fields::paths")]
     pub paths: Vec<String>,
-    /// `30d`, `12h`, `45m` from now, or an RFC 3339 instant.
+    /// `30d`, `12h`, `45m`, `60s` from now, or a future RFC 3339 instant.
     #[serde(default)]
+    #[schemars(schema_with = "crate::ops::fields::opt_expiry")]
     pub expires: Option<String>,
     /// Calls per UTC day (`1000` or `1000/day`).
     #[serde(default)]
+    #[schemars(extend("pattern" = "^[1-9][0-9]{0,17}(/day)?$"))]
     pub quota: Option<String>,
 }
 
@@ -123,16 +129,18 @@ fn parse_expiry(s: &str) -> MemResult<Timestamp> {
     }
     let t = parse_rfc3339(s).map_err(|_| bad())?;
     if t <= now() {
-        return Err(MemError::bad_request(format!(
-            "expiry {s:?} is in the past"
-        )));
+        return Err(MemError::new(
+            ErrorCode::Unprocessable,
+            format!("expiry {s:?} is in the past"),
+        )
+        .with_hint("give a future time, or a lifetime such as 30d"));
     }
     Ok(t)
 }
 
 /// `1000` or `1000/day`.
 fn parse_quota(s: &str) -> MemResult<u64> {
-    let n = s.trim().strip_suffix("/day").unwrap_or(s.trim());
+    let n = s.strip_suffix("/day").unwrap_or(s);
     match n.trim().parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(MemError::bad_request(format!("bad quota {s:?}"))
@@ -157,9 +165,9 @@ fn unauthorized(message: impl Into<String>) -> MemError {
 
 impl Service {
     /// Creates a token. Admin only (the local CLI owner, or an admin token).
-    pub fn create_token(&self, req: &TokenRequest) -> MemResult<CreatedToken> {
+    pub(crate) fn create_token(&self, req: &TokenRequest) -> MemResult<CreatedToken> {
         let name = req.name.trim();
-        if name.is_empty() || name.len() > 64 {
+        if name.is_empty() || name.chars().count() > 64 {
             return Err(MemError::bad_request(
                 "a token needs a name of 1..=64 characters",
             ));
@@ -223,7 +231,7 @@ impl Service {
     }
 
     /// Every token, newest first, revoked ones included.
-    pub fn list_tokens(&self) -> MemResult<Vec<TokenInfo>> {
+    pub(crate) fn list_tokens(&self) -> MemResult<Vec<TokenInfo>> {
         let day = today();
         let mut out = Vec::new();
         for rec in self.tokens()? {
@@ -235,16 +243,26 @@ impl Service {
     }
 
     /// Revokes a token by id or by (live) name. Takes effect on its next call.
-    pub fn revoke_token(&self, id_or_name: &str) -> MemResult<TokenInfo> {
-        let rec = self
-            .tokens()?
+    /// A token by id, or the newest live token of that name.
+    pub(crate) fn find_token(&self, id_or_name: &str) -> MemResult<TokenInfo> {
+        let rec = self.find_token_record(id_or_name)?;
+        let used = self.usage(&rec.id, &today())?;
+        Ok(self.info(rec, used))
+    }
+
+    fn find_token_record(&self, id_or_name: &str) -> MemResult<TokenRecord> {
+        self.tokens()?
             .into_iter()
             .filter(|t| t.id == id_or_name || (t.name == id_or_name && t.revoked_at.is_none()))
             .max_by(|a, b| a.id.cmp(&b.id))
             .ok_or_else(|| {
                 MemError::not_found("token", id_or_name)
                     .with_hint("`mem-host token list` shows token ids and names")
-            })?;
+            })
+    }
+
+    pub(crate) fn revoke_token(&self, id_or_name: &str) -> MemResult<TokenInfo> {
+        let rec = self.find_token_record(id_or_name)?;
         if rec.revoked_at.is_some() {
             return Err(MemError::new(
                 ErrorCode::InvalidState,
@@ -416,7 +434,7 @@ mod tests {
         // A past expiry is refused at creation; an expired record is refused at use.
         let mut r = req("b", &["read"]);
         r.expires = Some("2000-01-01T00:00:00Z".into());
-        assert_eq!(s.create_token(&r).unwrap_err().code, ErrorCode::BadRequest);
+        assert_eq!(s.create_token(&r).unwrap_err().code, ErrorCode::Unprocessable);
         r.expires = Some("1s".into());
         let t = s.create_token(&r).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(1100));

@@ -1,11 +1,13 @@
 //! File and folder commands: put, get, cat, ls, info, mv, rm, mkdir.
 
 use super::output::{Out, human_size, to_json};
+use crate::client::Client;
 use clap::Args;
 use mem_core::model::FileRecord;
 use mem_core::{ErrorCode, MemError, MemResult, VPath};
-use mem_service::{Entry, PutFile, PutFileResult, Service};
-use std::io::{Read, Write};
+use mem_service::ops::files::{FileInfo, ListFolder, Mkdir, Move, PutFileRequest, Remove};
+use mem_service::{Entry, PutFileResult};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -95,8 +97,9 @@ fn put_line(r: &PutFileResult) -> String {
     s
 }
 
-fn read_local(path: &Path) -> MemResult<Vec<u8>> {
-    std::fs::read(path).map_err(|e| MemError::io(&format!("cannot read {}", path.display()), &e))
+fn open_local(path: &Path) -> MemResult<std::fs::File> {
+    std::fs::File::open(path)
+        .map_err(|e| MemError::io(&format!("cannot read {}", path.display()), &e))
 }
 
 fn local_name(path: &Path) -> MemResult<String> {
@@ -108,22 +111,24 @@ fn local_name(path: &Path) -> MemResult<String> {
         })
 }
 
-pub fn put(svc: &Service, out: &Out, a: PutArgs) -> MemResult<()> {
+fn put_request(path: &VPath, a: &PutArgs) -> PutFileRequest {
+    PutFileRequest {
+        path: path.as_str().to_string(),
+        tags: a.tags.clone(),
+        replace: a.replace,
+        wait: true,
+        ..Default::default()
+    }
+}
+
+pub fn put(c: &Client, out: &Out, a: PutArgs) -> MemResult<()> {
     let folder = VPath::parse(&a.to)?;
     if a.source.as_os_str() == "-" {
-        let name = a.name.ok_or_else(|| {
+        let name = a.name.clone().ok_or_else(|| {
             MemError::bad_request("storing stdin needs a name").with_hint("pass --name NAME")
         })?;
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| MemError::io("cannot read stdin", &e))?;
-        let r = svc.put_file(PutFile {
-            path: folder.join(&name)?,
-            bytes,
-            tags: a.tags,
-            replace: a.replace,
-        })?;
+        let req = put_request(&folder.join(&name)?, &a);
+        let r = c.put_stream(req, &mut std::io::stdin())?.value;
         return out.emit(&r, put_line);
     }
     let meta = std::fs::metadata(&a.source)
@@ -139,44 +144,25 @@ pub fn put(svc: &Service, out: &Out, a: PutArgs) -> MemResult<()> {
             Some(n) => n.clone(),
             None => local_name(&a.source.canonicalize().unwrap_or(a.source.clone()))?,
         };
-        return put_tree(
-            svc,
-            out,
-            &a.source,
-            &folder.join(&root_name)?,
-            &a.tags,
-            a.replace,
-        );
+        return put_tree(c, out, &a.source, &folder.join(&root_name)?, &a);
     }
-    let name = match a.name {
-        Some(n) => n,
+    let name = match &a.name {
+        Some(n) => n.clone(),
         None => local_name(&a.source)?,
     };
-    let bytes = read_local(&a.source)?;
-    let r = svc.put_file(PutFile {
-        path: folder.join(&name)?,
-        bytes,
-        tags: a.tags,
-        replace: a.replace,
-    })?;
+    let req = put_request(&folder.join(&name)?, &a);
+    let r = c.put_stream(req, &mut open_local(&a.source)?)?.value;
     out.emit(&r, put_line)
 }
 
-/// Stores a local tree under `dest`; one result line per file, printed
-/// only after the whole tree is durable. Symlinks are skipped (reported),
-/// so a tree cannot pull in files from outside itself.
-fn put_tree(
-    svc: &Service,
-    out: &Out,
-    local: &Path,
-    dest: &VPath,
-    tags: &[String],
-    replace: bool,
-) -> MemResult<()> {
-    let mut results: Vec<Result<PutFileResult, (String, MemError)>> = Vec::new();
-    let mut skipped = Vec::new();
+/// Stores a local tree under `dest`; one result line per file, as each is
+/// stored. Symlinks are skipped (reported), so a tree cannot pull in files
+/// from outside itself.
+fn put_tree(c: &Client, out: &Out, local: &Path, dest: &VPath, a: &PutArgs) -> MemResult<()> {
+    let mut failed = 0;
+    let mut total = 0;
     let mut stack = vec![(local.to_path_buf(), dest.clone())];
-    svc.mkdir(dest, true)?;
+    mkdir_p(c, dest)?;
     while let Some((dir, vdir)) = stack.pop() {
         let mut entries: Vec<_> = std::fs::read_dir(&dir)
             .map_err(|e| MemError::io(&format!("cannot read {}", dir.display()), &e))?
@@ -189,76 +175,83 @@ fn put_tree(
             let ft = entry
                 .file_type()
                 .map_err(|e| MemError::io(&format!("cannot stat {}", path.display()), &e))?;
-            let vpath = match vdir.join(&name) {
-                Ok(p) => p,
-                Err(e) => {
-                    results.push(Err((path.display().to_string(), e)));
-                    continue;
-                }
-            };
             if ft.is_symlink() {
-                skipped.push(path.display().to_string());
-            } else if ft.is_dir() {
-                svc.mkdir(&vpath, true)?;
-                stack.push((path, vpath));
-            } else if ft.is_file() {
-                let r = read_local(&path).and_then(|bytes| {
-                    svc.put_file_deferred(PutFile {
-                        path: vpath,
-                        bytes,
-                        tags: tags.to_vec(),
-                        replace,
-                    })
-                });
-                results.push(r.map_err(|e| (path.display().to_string(), e)));
-            }
-        }
-    }
-    svc.flush()?;
-    let mut failed = 0;
-    for r in &results {
-        match r {
-            Ok(ok) if out.json() => {
-                out.line(&to_json(&serde_json::json!({ "ok": true, "result": ok }))?)?
-            }
-            Ok(ok) => out.line(&put_line(ok))?,
-            Err((local, e)) => {
-                failed += 1;
                 if out.json() {
-                    out.line(&to_json(
-                        &serde_json::json!({ "ok": false, "source": local, "error": e }),
-                    )?)?;
+                    out.line(&to_json(&serde_json::json!({
+                        "ok": false, "source": path.display().to_string(), "skipped": "symlink"
+                    }))?)?;
                 } else {
-                    out.line(&format!("failed {local}: {}: {}", e.code, e.message))?;
+                    out.line(&format!("skipped {} (symlink)", path.display()))?;
+                }
+                continue;
+            }
+            let stored = vdir.join(&name).and_then(|vpath| {
+                if ft.is_dir() {
+                    mkdir_p(c, &vpath)?;
+                    stack.push((path.clone(), vpath));
+                    Ok(None)
+                } else if ft.is_file() {
+                    let req = put_request(&vpath, a);
+                    Ok(Some(c.put_stream(req, &mut open_local(&path)?)?.value))
+                } else {
+                    Ok(None)
+                }
+            });
+            match stored {
+                Ok(None) => {}
+                Ok(Some(ok)) => {
+                    total += 1;
+                    if out.json() {
+                        out.line(&to_json(&serde_json::json!({ "ok": true, "result": ok }))?)?
+                    } else {
+                        out.line(&put_line(&ok))?
+                    }
+                }
+                Err(e) => {
+                    total += 1;
+                    failed += 1;
+                    let local = path.display().to_string();
+                    if out.json() {
+                        out.line(&to_json(
+                            &serde_json::json!({ "ok": false, "source": local, "error": e }),
+                        )?)?;
+                    } else {
+                        out.line(&format!("failed {local}: {}: {}", e.code, e.message))?;
+                    }
                 }
             }
-        }
-    }
-    for s in &skipped {
-        if out.json() {
-            out.line(&to_json(
-                &serde_json::json!({ "ok": false, "source": s, "skipped": "symlink" }),
-            )?)?;
-        } else {
-            out.line(&format!("skipped {s} (symlink)"))?;
         }
     }
     if failed > 0 {
         return Err(MemError::new(
             ErrorCode::BadRequest,
-            format!("{failed} of {} files failed", results.len()),
+            format!("{failed} of {total} files failed"),
         )
         .with_hint("see the per-file errors above; the other files were stored"));
     }
     Ok(())
 }
 
-pub fn get(svc: &Service, out: &Out, a: GetArgs) -> MemResult<()> {
-    let (file, bytes) = svc.read_file(&a.target)?;
-    let dest = a.output.unwrap_or_else(|| PathBuf::from(&file.name));
-    if dest.as_os_str() == "-" {
-        return write_stdout(&bytes);
+fn mkdir_p(c: &Client, path: &VPath) -> MemResult<()> {
+    c.run(Mkdir {
+        path: path.as_str().to_string(),
+        parents: true,
+        idempotency_key: None,
+    })?;
+    Ok(())
+}
+
+pub fn get(c: &Client, out: &Out, a: GetArgs) -> MemResult<()> {
+    if a.output.as_deref().is_some_and(|o| o.as_os_str() == "-") {
+        c.copy_file(&a.target, &mut std::io::stdout().lock())?;
+        return Ok(());
     }
+    let info = c
+        .run(FileInfo {
+            target: a.target.clone(),
+        })?
+        .value;
+    let dest = a.output.unwrap_or_else(|| PathBuf::from(&info.name));
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true);
     if a.force {
@@ -274,8 +267,8 @@ pub fn get(svc: &Service, out: &Out, a: GetArgs) -> MemResult<()> {
             err
         }
     })?;
-    f.write_all(&bytes)
-        .and_then(|_| f.sync_all())
+    let file = c.copy_file(&info.id, &mut f)?;
+    f.sync_all()
         .map_err(|e| MemError::io(&format!("cannot write {}", dest.display()), &e))?;
     let doc = serde_json::json!({ "file": file, "written_to": dest.display().to_string() });
     out.emit(&doc, |_| {
@@ -288,17 +281,10 @@ pub fn get(svc: &Service, out: &Out, a: GetArgs) -> MemResult<()> {
     })
 }
 
-fn write_stdout(bytes: &[u8]) -> MemResult<()> {
+pub fn cat(c: &Client, a: TargetArg) -> MemResult<()> {
     let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(bytes)
-        .and_then(|_| stdout.flush())
-        .map_err(|e| MemError::io("cannot write to stdout", &e))
-}
-
-pub fn cat(svc: &Service, a: TargetArg) -> MemResult<()> {
-    let (_, bytes) = svc.read_file(&a.target)?;
-    write_stdout(&bytes)
+    c.copy_file(&a.target, &mut stdout)?;
+    stdout.flush().map_err(|e| crate::client::write_error(&e))
 }
 
 fn file_details(f: &FileRecord) -> String {
@@ -324,13 +310,13 @@ fn file_details(f: &FileRecord) -> String {
     s
 }
 
-pub fn info(svc: &Service, out: &Out, a: TargetArg) -> MemResult<()> {
-    let f = svc.file_info(&a.target)?;
+pub fn info(c: &Client, out: &Out, a: TargetArg) -> MemResult<()> {
+    let f = c.run(FileInfo { target: a.target })?.value;
     out.emit(&f, file_details)
 }
 
-pub fn ls(svc: &Service, out: &Out, a: LsArgs) -> MemResult<()> {
-    let listing = svc.list_folder(&VPath::parse(&a.path)?)?;
+pub fn ls(c: &Client, out: &Out, a: LsArgs) -> MemResult<()> {
+    let listing = c.run(ListFolder { path: Some(a.path) })?.value;
     out.emit(&listing, |l| {
         if l.entries.is_empty() {
             return format!("{} is empty", l.path);
@@ -353,8 +339,14 @@ pub fn ls(svc: &Service, out: &Out, a: LsArgs) -> MemResult<()> {
     })
 }
 
-pub fn mv(svc: &Service, out: &Out, a: MvArgs) -> MemResult<()> {
-    let r = svc.move_path(&a.source, &VPath::parse(&a.destination)?)?;
+pub fn mv(c: &Client, out: &Out, a: MvArgs) -> MemResult<()> {
+    let r = c
+        .run(Move {
+            from: a.source,
+            to: a.destination,
+            idempotency_key: None,
+        })?
+        .value;
     out.emit(&r, |r| {
         format!(
             "moved {} -> {} ({} files, {} folders)",
@@ -363,8 +355,14 @@ pub fn mv(svc: &Service, out: &Out, a: MvArgs) -> MemResult<()> {
     })
 }
 
-pub fn rm(svc: &Service, out: &Out, a: RmArgs) -> MemResult<()> {
-    let r = svc.remove_path(&a.target, a.recursive)?;
+pub fn rm(c: &Client, out: &Out, a: RmArgs) -> MemResult<()> {
+    let r = c
+        .run(Remove {
+            target: a.target,
+            recursive: a.recursive,
+            idempotency_key: None,
+        })?
+        .value;
     out.emit(&r, |r| {
         format!(
             "removed {} ({} files, {} folders)",
@@ -373,8 +371,14 @@ pub fn rm(svc: &Service, out: &Out, a: RmArgs) -> MemResult<()> {
     })
 }
 
-pub fn mkdir(svc: &Service, out: &Out, a: MkdirArgs) -> MemResult<()> {
-    let r = svc.mkdir(&VPath::parse(&a.path)?, a.parents)?;
+pub fn mkdir(c: &Client, out: &Out, a: MkdirArgs) -> MemResult<()> {
+    let r = c
+        .run(Mkdir {
+            path: a.path,
+            parents: a.parents,
+            idempotency_key: None,
+        })?
+        .value;
     out.emit(&r, |r| {
         if r.created.is_empty() {
             format!("{} already exists", r.path)

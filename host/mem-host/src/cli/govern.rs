@@ -5,13 +5,18 @@
 use super::memory::MemoryFields;
 use super::output::{Out, preview, set_exit_status, to_json};
 use clap::{Args, Subcommand};
+use crate::client::Client;
 use mem_core::time::to_rfc3339;
 use mem_core::{ErrorCode, MemError, MemResult};
 use mem_service::check::{CheckRequest, CheckStatus};
 use mem_service::gate::ProposalOp;
+use mem_service::ops::govern::{
+    AuditShow, AuditVerify, Budgets, Lint, Rebuild, ReviewApprove, ReviewList, ReviewReject,
+    ReviewShow,
+};
+use mem_service::ops::recall::Types;
 use mem_service::{
-    Actor, AuditQuery, Evidence, EvidenceStance, Proposal, ProposalRequest, RememberRequest,
-    Service,
+    AuditQuery, Evidence, EvidenceStance, MemoryDraft, Proposal, ProposalRequest,
 };
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -181,12 +186,11 @@ fn parse_evidence(raw: &str) -> MemResult<Evidence> {
     Ok(e)
 }
 
-fn new_memory(content: String, m: NewMemoryArgs, c: &ProposalCommon) -> MemResult<RememberRequest> {
-    m.fields.request(
+fn new_memory(content: String, m: NewMemoryArgs, c: &ProposalCommon) -> MemResult<MemoryDraft> {
+    m.fields.draft(
         content,
         m.kind,
         m.path,
-        None,
         c.agent_id.clone(),
         c.session_id.clone(),
     )
@@ -195,7 +199,7 @@ fn new_memory(content: String, m: NewMemoryArgs, c: &ProposalCommon) -> MemResul
 fn request(
     op: ProposalOp,
     targets: Vec<String>,
-    memory: Option<RememberRequest>,
+    memory: Option<MemoryDraft>,
     c: &ProposalCommon,
 ) -> MemResult<ProposalRequest> {
     Ok(ProposalRequest {
@@ -210,13 +214,6 @@ fn request(
         reason: c.reason.clone(),
         idempotency_key: c.idempotency_key.clone(),
     })
-}
-
-fn actor(c: &ProposalCommon) -> Actor {
-    match &c.agent_id {
-        Some(a) => Actor::agent(Some(a.clone()), c.session_id.clone()),
-        None => Actor::owner(),
-    }
 }
 
 fn proposal_line(p: &Proposal) -> String {
@@ -242,63 +239,54 @@ fn proposal_line(p: &Proposal) -> String {
     lines.join("\n")
 }
 
-pub fn propose(svc: &Service, out: &Out, cmd: ProposeCommand) -> MemResult<()> {
-    let (req, actor) = match cmd {
+pub fn propose(c: &Client, out: &Out, cmd: ProposeCommand) -> MemResult<()> {
+    let req = match cmd {
         ProposeCommand::Create {
             content,
             memory,
             common,
-        } => (
-            request(
-                ProposalOp::Create,
-                vec![],
-                Some(new_memory(content, memory, &common)?),
-                &common,
-            )?,
-            actor(&common),
-        ),
+        } => request(
+            ProposalOp::Create,
+            vec![],
+            Some(new_memory(content, memory, &common)?),
+            &common,
+        )?,
         ProposeCommand::Replace {
             target,
             content,
             memory,
             common,
-        } => (
-            request(
-                ProposalOp::Replace,
-                vec![target],
-                Some(new_memory(content, memory, &common)?),
-                &common,
-            )?,
-            actor(&common),
-        ),
-        ProposeCommand::Remove { target, common } => (
-            request(ProposalOp::Remove, vec![target], None, &common)?,
-            actor(&common),
-        ),
+        } => request(
+            ProposalOp::Replace,
+            vec![target],
+            Some(new_memory(content, memory, &common)?),
+            &common,
+        )?,
+        ProposeCommand::Remove { target, common } => {
+            request(ProposalOp::Remove, vec![target], None, &common)?
+        }
         ProposeCommand::Consolidate {
             targets,
             content,
             memory,
             common,
-        } => (
-            request(
-                ProposalOp::Consolidate,
-                targets,
-                Some(new_memory(content, memory, &common)?),
-                &common,
-            )?,
-            actor(&common),
-        ),
-        ProposeCommand::Batch { file } => return propose_batch(svc, out, &file),
+        } => request(
+            ProposalOp::Consolidate,
+            targets,
+            Some(new_memory(content, memory, &common)?),
+            &common,
+        )?,
+        ProposeCommand::Batch { file } => return propose_batch(c, out, &file),
     };
-    let outcome = svc.propose(&req, &actor)?;
+    let outcome = c.run(req)?.value;
     out.emit(&outcome, |o| proposal_line(&o.proposal))
 }
 
 /// One ProposalRequest a line; each line is proposed on its own, durably,
-/// and answered in order. The actor is the line's memory agent, else the owner.
-fn propose_batch(svc: &Service, out: &Out, file: &PathBuf) -> MemResult<()> {
-    let reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
+/// and answered in order (the actor is the line's memory agent, else the
+/// owner). A line that is not UTF-8 or not a proposal fails alone.
+fn propose_batch(c: &Client, out: &Out, file: &PathBuf) -> MemResult<()> {
+    let mut reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
         let f = std::fs::File::open(file)
@@ -306,24 +294,35 @@ fn propose_batch(svc: &Service, out: &Out, file: &PathBuf) -> MemResult<()> {
         Box::new(BufReader::new(f))
     };
     let mut failed = 0;
-    for (i, line) in reader.lines().enumerate() {
-        let line_no = i + 1;
-        let line = line.map_err(|e| MemError::io(&format!("cannot read line {line_no}"), &e))?;
-        if line.trim().is_empty() {
-            continue;
+    let mut raw = Vec::new();
+    let mut line_no = 0;
+    loop {
+        raw.clear();
+        let n = reader
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| MemError::io(&format!("cannot read line {}", line_no + 1), &e))?;
+        if n == 0 {
+            break;
         }
-        let result = serde_json::from_str::<ProposalRequest>(&line)
-            .map_err(|e| {
-                MemError::bad_request(format!("line {line_no}: not a valid proposal: {e}"))
-            })
-            .and_then(|req| {
-                let agent = req.memory.as_ref().and_then(|m| m.agent_id.clone());
-                let actor = match agent {
-                    Some(a) => Actor::agent(Some(a), None),
-                    None => Actor::owner(),
-                };
-                svc.propose(&req, &actor)
-            });
+        line_no += 1;
+        let result = match std::str::from_utf8(&raw) {
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => serde_json::from_str::<serde_json::Value>(line)
+                .map_err(|e| e.to_string())
+                .and_then(|v| {
+                    mem_service::door::decode_args::<ProposalRequest>("memory.propose", v)
+                        .map_err(|e| e.message)
+                })
+                .map_err(|e| {
+                    MemError::bad_request(format!("line {line_no}: not a valid proposal: {e}"))
+                })
+                .and_then(|req| c.run(req).map(|d| d.value)),
+            Err(_) => Err(MemError::new(
+                ErrorCode::BadEncoding,
+                format!("line {line_no} is not UTF-8 text"),
+            )
+            .with_hint("save the file as UTF-8; the other lines are processed")),
+        };
         let doc = match result {
             Ok(o) => {
                 serde_json::json!({ "line": line_no, "ok": true, "replayed": o.replayed, "proposal": o.proposal })
@@ -344,11 +343,10 @@ fn propose_batch(svc: &Service, out: &Out, file: &PathBuf) -> MemResult<()> {
     Ok(())
 }
 
-pub fn review(svc: &Service, out: &Out, cmd: ReviewCommand) -> MemResult<()> {
-    let owner = Actor::owner();
+pub fn review(c: &Client, out: &Out, cmd: ReviewCommand) -> MemResult<()> {
     match cmd {
         ReviewCommand::List => {
-            let items = svc.review_list()?;
+            let items = c.run(ReviewList {})?.value;
             out.emit(&items, |items| {
                 if items.is_empty() {
                     return "the review queue is empty".into();
@@ -375,7 +373,7 @@ pub fn review(svc: &Service, out: &Out, cmd: ReviewCommand) -> MemResult<()> {
             })
         }
         ReviewCommand::Show { id } => {
-            let item = svc.review_show(&id)?;
+            let item = c.run(ReviewShow { id })?.value;
             out.emit(&item, |r| {
                 let mut lines = vec![
                     proposal_line(&r.proposal),
@@ -411,28 +409,42 @@ pub fn review(svc: &Service, out: &Out, cmd: ReviewCommand) -> MemResult<()> {
             })
         }
         ReviewCommand::Approve { id, note } => {
-            let p = svc.review_approve(&id, &owner, note.as_deref())?;
+            let p = c
+                .run(ReviewApprove {
+                    id,
+                    note,
+                    idempotency_key: None,
+                })?
+                .value;
             out.emit(&p, proposal_line)
         }
         ReviewCommand::Reject { id, reason } => {
-            let p = svc.review_reject(&id, &owner, &reason)?;
+            let p = c
+                .run(ReviewReject {
+                    id,
+                    reason,
+                    idempotency_key: None,
+                })?
+                .value;
             out.emit(&p, proposal_line)
         }
     }
 }
 
-pub fn audit(svc: &Service, out: &Out, cmd: AuditCommand) -> MemResult<()> {
+pub fn audit(c: &Client, out: &Out, cmd: AuditCommand) -> MemResult<()> {
     match cmd {
         AuditCommand::List {
             target,
             since,
             limit,
         } => {
-            let entries = svc.audit_list(&AuditQuery {
-                target,
-                since,
-                limit: Some(limit),
-            })?;
+            let entries = c
+                .run(AuditQuery {
+                    target,
+                    since,
+                    limit: Some(limit),
+                })?
+                .value;
             out.emit(&entries, |es| {
                 if es.is_empty() {
                     return "no audit entries".into();
@@ -454,11 +466,11 @@ pub fn audit(svc: &Service, out: &Out, cmd: AuditCommand) -> MemResult<()> {
             })
         }
         AuditCommand::Show { seq } => {
-            let e = svc.audit_show(seq)?;
+            let e = c.run(AuditShow { seq })?.value;
             out.emit(&e, |e| serde_json::to_string_pretty(e).unwrap_or_default())
         }
         AuditCommand::Verify => {
-            let v = svc.audit_verify()?;
+            let v = c.run(AuditVerify {})?.value;
             if !v.ok {
                 set_exit_status(1);
             }
@@ -470,10 +482,11 @@ pub fn audit(svc: &Service, out: &Out, cmd: AuditCommand) -> MemResult<()> {
     }
 }
 
-pub fn types(svc: &Service, out: &Out) -> MemResult<()> {
-    let types: Vec<_> = svc.config().types.registry.all().cloned().collect();
-    out.emit(&types, |ts| {
-        ts.iter()
+pub fn types(c: &Client, out: &Out) -> MemResult<()> {
+    let list = c.run(Types {})?.value;
+    out.emit(&list, |l| {
+        l.types
+            .iter()
             .map(|t| {
                 let fields: Vec<String> = t
                     .fields
@@ -505,8 +518,8 @@ pub fn types(svc: &Service, out: &Out) -> MemResult<()> {
     })
 }
 
-pub fn lint(svc: &Service, out: &Out) -> MemResult<()> {
-    let report = svc.lint()?;
+pub fn lint(c: &Client, out: &Out) -> MemResult<()> {
+    let report = c.run(Lint {})?.value;
     if report.status == "errors" {
         set_exit_status(1);
     }
@@ -527,12 +540,14 @@ pub fn lint(svc: &Service, out: &Out) -> MemResult<()> {
     })
 }
 
-pub fn check(svc: &Service, out: &Out, a: CheckArgs) -> MemResult<()> {
-    let result = svc.check(&CheckRequest {
-        text: a.text,
-        context: a.context,
-        path: a.path,
-    })?;
+pub fn check(c: &Client, out: &Out, a: CheckArgs) -> MemResult<()> {
+    let result = c
+        .run(CheckRequest {
+            text: a.text,
+            context: a.context,
+            path: a.path,
+        })?
+        .value;
     if result.status != CheckStatus::Allow {
         set_exit_status(1);
     }
@@ -560,8 +575,8 @@ pub fn check(svc: &Service, out: &Out, a: CheckArgs) -> MemResult<()> {
     })
 }
 
-pub fn budgets(svc: &Service, out: &Out) -> MemResult<()> {
-    let b = svc.budgets()?;
+pub fn budgets(c: &Client, out: &Out) -> MemResult<()> {
+    let b = c.run(Budgets {})?.value;
     out.emit(&b, |b| {
         if b.is_empty() {
             return "no budgets configured (mem.toml [budgets])".into();
@@ -573,8 +588,8 @@ pub fn budgets(svc: &Service, out: &Out) -> MemResult<()> {
     })
 }
 
-pub fn rebuild(svc: &Service, out: &Out, a: RebuildArgs) -> MemResult<()> {
-    let r = svc.rebuild_memories(!a.dry_run)?;
+pub fn rebuild(c: &Client, out: &Out, a: RebuildArgs) -> MemResult<()> {
+    let r = c.run(Rebuild { dry_run: a.dry_run })?.value;
     out.emit(&r, |r| {
         format!(
             "{} events, {} memories; {} {}",

@@ -10,8 +10,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub fn mcp(dir: &Path) -> MemResult<()> {
-    let ws = workspace::open(dir)?;
-    let svc = Arc::new(ws.service);
+    let ws = workspace::open(dir).map_err(|e| match e.code {
+        mem_core::ErrorCode::StoreLocked => workspace::explain_lock(dir, e).with_hint(
+            "a `mem-host serve` holds this workspace: point the agent at its MCP endpoint (http://127.0.0.1:7373/mcp with a token), or stop the server",
+        ),
+        _ => e,
+    })?;
+    let svc = Arc::clone(&ws.service);
     let access = match std::env::var("MEM_TOKEN") {
         Ok(secret) if !secret.trim().is_empty() => svc.authenticate(&secret)?,
         _ => Access::owner(),

@@ -1,19 +1,25 @@
 //! Memory commands: remember (one, or many with --jsonl) and the
 //! `memory` group (get, list, feedback, archive, restore, forget).
 
-use super::output::{Out, preview, to_json};
+use super::output::{Out, preview, read_text, to_json};
+use crate::client::Client;
 use clap::{Args, Subcommand};
 use mem_core::model::{FeedbackAction, Memory};
 use mem_core::time::to_rfc3339;
 use mem_core::{ErrorCode, MemError, MemResult};
-use mem_service::{Actor, ListMemories, RememberOutcome, RememberRequest, Service};
+use mem_service::ops::memories::{Archive, Feedback, Forget, GetMemory, RememberBatch, Restore};
+use mem_service::{ListMemories, MemoryDraft, RememberOutcome};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-/// Lines written per durable group in `remember --jsonl`: results of a
-/// group are printed only after the group is flushed.
-const JSONL_GROUP: usize = 512;
+/// Lines written per durable group in `remember --jsonl`: a group's
+/// results are printed once it is durable, so acknowledgements stream.
+const JSONL_GROUP: usize = 64;
+/// A group also closes after this long, so a slow producer's lines are
+/// acknowledged without waiting for a full group.
+const JSONL_GROUP_TIME: Duration = Duration::from_millis(250);
 
 #[derive(Debug, Args)]
 pub struct RememberArgs {
@@ -33,6 +39,7 @@ pub struct RememberArgs {
     /// request conflicts. (In --jsonl, each line carries its own.)
     #[arg(long, required_unless_present = "jsonl")]
     pub idempotency_key: Option<String>,
+
     #[arg(long)]
     pub agent_id: Option<String>,
     #[arg(long)]
@@ -65,21 +72,19 @@ pub struct MemoryFields {
 }
 
 impl MemoryFields {
-    /// The request these fields describe, with the caller's required parts.
-    pub fn request(
+    /// The new memory these fields describe, with the caller's required parts.
+    pub fn draft(
         self,
         content: String,
         kind: String,
         path: String,
-        idempotency_key: Option<String>,
         agent_id: Option<String>,
         session_id: Option<String>,
-    ) -> MemResult<RememberRequest> {
-        Ok(RememberRequest {
+    ) -> MemResult<MemoryDraft> {
+        Ok(MemoryDraft {
             content,
             kind,
             path,
-            idempotency_key,
             event_at: self.event_at,
             source_type: self.source_type,
             source_ref: self.source_ref,
@@ -105,18 +110,25 @@ pub enum MemoryCommand {
         action: String,
         #[arg(long)]
         expected_version: u64,
+        /// Makes a retry safe: it returns the first answer.
+        #[arg(long)]
+        idempotency_key: Option<String>,
     },
     /// Archive an active memory (hidden from recall, restorable).
     Archive {
         id: String,
         #[arg(long)]
         expected_version: u64,
+        #[arg(long)]
+        idempotency_key: Option<String>,
     },
     /// Restore an archived memory.
     Restore {
         id: String,
         #[arg(long)]
         expected_version: u64,
+        #[arg(long)]
+        idempotency_key: Option<String>,
     },
     /// Purge a memory's content for good; a tombstone remains.
     Forget {
@@ -128,6 +140,8 @@ pub enum MemoryCommand {
         /// Required: forgetting cannot be undone.
         #[arg(long)]
         confirm: bool,
+        #[arg(long)]
+        idempotency_key: Option<String>,
     },
 }
 
@@ -237,33 +251,33 @@ fn outcome_line(o: &RememberOutcome) -> String {
     }
 }
 
-pub fn remember(svc: &Service, out: &Out, a: RememberArgs) -> MemResult<()> {
+pub fn remember(c: &Client, out: &Out, a: RememberArgs) -> MemResult<()> {
     if let Some(file) = &a.jsonl {
-        return remember_jsonl(svc, out, file);
+        return remember_jsonl(c, out, file);
     }
     let mut content = a.content.unwrap_or_default();
     if content == "-" {
-        content.clear();
-        std::io::stdin()
-            .read_to_string(&mut content)
-            .map_err(|e| MemError::io("cannot read stdin", &e))?;
+        content = read_text(&mut std::io::stdin(), "stdin")?;
     }
-    let req = a.fields.request(
-        content,
-        a.kind.unwrap_or_default(),
-        a.path.unwrap_or_default(),
-        a.idempotency_key,
-        a.agent_id,
-        a.session_id,
-    )?;
-    let outcome = svc.remember(&req)?;
+    let req = a
+        .fields
+        .draft(
+            content,
+            a.kind.unwrap_or_default(),
+            a.path.unwrap_or_default(),
+            a.agent_id,
+            a.session_id,
+        )?
+        .remember(a.idempotency_key.unwrap_or_default());
+    let outcome = c.run(req)?.value;
     out.emit(&outcome, outcome_line)
 }
 
-/// One request per line; results in input order, each printed once its
-/// group is durable. A bad line fails alone, naming its line number.
-fn remember_jsonl(svc: &Service, out: &Out, file: &PathBuf) -> MemResult<()> {
-    let reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
+/// One request per line; one result line per input line, in order,
+/// errors included, each printed as soon as its group is durable. A line
+/// that is not UTF-8 or not a request fails alone and reading goes on.
+fn remember_jsonl(c: &Client, out: &Out, file: &PathBuf) -> MemResult<()> {
+    let mut reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
         let f = std::fs::File::open(file)
@@ -272,22 +286,32 @@ fn remember_jsonl(svc: &Service, out: &Out, file: &PathBuf) -> MemResult<()> {
     };
     let mut failed = 0usize;
     let mut total = 0usize;
-    let mut group: Vec<(usize, Result<RememberRequest, MemError>)> = Vec::new();
-    let mut lines = reader.lines().enumerate().peekable();
-    while let Some((i, line)) = lines.next() {
-        let line_no = i + 1;
-        let line = line.map_err(|e| MemError::io(&format!("cannot read line {line_no}"), &e))?;
-        if !line.trim().is_empty() {
-            let parsed = serde_json::from_str::<RememberRequest>(&line).map_err(|e| {
-                MemError::bad_request(format!("line {line_no}: not a valid request: {e}"))
-                    .with_hint("each line is a JSON object with content, kind, path, idempotency_key and optional event_at, source_type, source_ref, source_file_id, agent_id, session_id, task_id, confidence, attributes")
-                    .with_details(serde_json::json!({ "line": line_no }))
-            });
-            group.push((line_no, parsed));
+    let mut group: Vec<(usize, MemResult<Item>)> = Vec::new();
+    let mut started = Instant::now();
+    let mut line_no = 0usize;
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        let n = reader
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| MemError::io(&format!("cannot read line {}", line_no + 1), &e))?;
+        let done = n == 0;
+        if !done {
+            line_no += 1;
+            if let Some(parsed) = parse_line(line_no, &raw) {
+                if group.is_empty() {
+                    started = Instant::now();
+                }
+                group.push((line_no, parsed));
+            }
         }
-        if group.len() >= JSONL_GROUP || (lines.peek().is_none() && !group.is_empty()) {
+        let full = group.len() >= JSONL_GROUP || started.elapsed() >= JSONL_GROUP_TIME;
+        if !group.is_empty() && (done || full) {
             total += group.len();
-            failed += write_group(svc, out, std::mem::take(&mut group))?;
+            failed += write_group(c, out, std::mem::take(&mut group))?;
+        }
+        if done {
+            break;
         }
     }
     if failed > 0 {
@@ -300,26 +324,58 @@ fn remember_jsonl(svc: &Service, out: &Out, file: &PathBuf) -> MemResult<()> {
     Ok(())
 }
 
-fn write_group(
-    svc: &Service,
-    out: &Out,
-    group: Vec<(usize, Result<RememberRequest, MemError>)>,
-) -> MemResult<usize> {
-    let valid: Vec<RememberRequest> = group
+/// One request of a batch, as JSON: the door checks and decodes it.
+type Item = serde_json::Map<String, serde_json::Value>;
+
+/// One input line as a JSON object; `None` for a blank line.
+fn parse_line(line_no: usize, raw: &[u8]) -> Option<MemResult<Item>> {
+    let text = match std::str::from_utf8(raw) {
+        Ok(t) => t,
+        Err(e) => {
+            return Some(Err(MemError::new(
+                ErrorCode::BadEncoding,
+                format!("line {line_no} is not UTF-8 text (byte {})", e.valid_up_to() + 1),
+            )
+            .with_hint("save the file as UTF-8; the other lines are stored")
+            .with_details(serde_json::json!({ "line": line_no }))));
+        }
+    };
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(serde_json::from_str::<Item>(text).map_err(|e| {
+        MemError::bad_request(format!("line {line_no}: not a JSON object: {e}"))
+            .with_hint("each line is a JSON object with content, kind, path, idempotency_key and optional event_at, source_type, source_ref, source_file_id, agent_id, session_id, task_id, confidence, attributes")
+            .with_details(serde_json::json!({ "line": line_no }))
+    }))
+}
+
+fn write_group(c: &Client, out: &Out, group: Vec<(usize, MemResult<Item>)>) -> MemResult<usize> {
+    let valid: Vec<Item> = group
         .iter()
         .filter_map(|(_, r)| r.as_ref().ok().cloned())
         .collect();
-    let mut results = svc.remember_many(&valid).into_iter();
+    let mut results = if valid.is_empty() {
+        Vec::new().into_iter()
+    } else {
+        c.run(RememberBatch { items: valid })?.value.into_iter()
+    };
     let mut failed = 0;
     for (line_no, parsed) in group {
         let result = match parsed {
-            Ok(_) => results
-                .next()
-                .unwrap_or_else(|| Err(MemError::internal("a result went missing")))
-                .map_err(|e| MemError {
-                    message: format!("line {line_no}: {}", e.message),
-                    ..e
-                }),
+            Ok(_) => match results.next() {
+                Some(r) if r.ok => r
+                    .result
+                    .ok_or_else(|| MemError::internal("a batch result has no outcome")),
+                Some(r) => Err(r
+                    .error
+                    .unwrap_or_else(|| MemError::internal("a failed batch item has no error"))),
+                None => Err(MemError::internal("a result went missing")),
+            }
+            .map_err(|e| MemError {
+                message: format!("line {line_no}: {}", e.message),
+                ..e
+            }),
             Err(e) => Err(e),
         };
         match result {
@@ -352,20 +408,20 @@ fn write_group(
     Ok(failed)
 }
 
-pub fn run(svc: &Service, out: &Out, cmd: MemoryCommand) -> MemResult<()> {
+pub fn run(c: &Client, out: &Out, cmd: MemoryCommand) -> MemResult<()> {
     let show = |m: Memory| out.emit(&m, memory_details);
-    // The local CLI is the workspace owner.
-    let owner = Actor::owner();
     match cmd {
-        MemoryCommand::Get { id } => show(svc.memory(&id)?),
+        MemoryCommand::Get { id } => show(c.run(GetMemory { id })?.value),
         MemoryCommand::List(a) => {
-            let page = svc.list_memories(&ListMemories {
-                path: a.path,
-                kind: a.kind,
-                lifecycle: a.lifecycle,
-                limit: Some(a.limit),
-                cursor: a.cursor,
-            })?;
+            let page = c
+                .run(ListMemories {
+                    path: a.path,
+                    kind: a.kind,
+                    lifecycle: a.lifecycle,
+                    limit: Some(a.limit),
+                    cursor: a.cursor,
+                })?
+                .value;
             out.emit(&page, |p| {
                 let mut lines: Vec<String> = p
                     .items
@@ -398,26 +454,62 @@ pub fn run(svc: &Service, out: &Out, cmd: MemoryCommand) -> MemResult<()> {
             id,
             action,
             expected_version,
+            idempotency_key,
         } => {
             let action = FeedbackAction::parse(&action).ok_or_else(|| {
                 MemError::bad_request(format!("unknown feedback {action:?}"))
                     .with_hint("use useful, not_useful, pin or unpin")
             })?;
-            show(svc.feedback(&id, action, expected_version, &owner)?)
+            show(
+                c.run(Feedback {
+                    id,
+                    action,
+                    expected_version,
+                    agent_id: None,
+                    idempotency_key,
+                })?
+                .value,
+            )
         }
         MemoryCommand::Archive {
             id,
             expected_version,
-        } => show(svc.archive(&id, expected_version, &owner)?),
+            idempotency_key,
+        } => show(
+            c.run(Archive {
+                id,
+                expected_version,
+                idempotency_key,
+            })?
+            .value,
+        ),
         MemoryCommand::Restore {
             id,
             expected_version,
-        } => show(svc.restore(&id, expected_version, &owner)?),
+            idempotency_key,
+        } => show(
+            c.run(Restore {
+                id,
+                expected_version,
+                idempotency_key,
+            })?
+            .value,
+        ),
         MemoryCommand::Forget {
             id,
             expected_version,
             reason,
             confirm,
-        } => show(svc.forget(&id, expected_version, &reason, confirm, &owner)?),
+            idempotency_key,
+        } => show(
+            c.run(Forget {
+                id,
+                expected_version,
+                reason,
+                confirm,
+                idempotency_key,
+            })?
+            .value,
+        ),
     }
 }

@@ -11,6 +11,7 @@ mod plugin;
 mod recall;
 mod serve;
 
+use crate::client::Client;
 use crate::workspace;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mem_core::MemResult;
@@ -124,7 +125,6 @@ pub struct InitArgs {
 /// Runs one parsed command; the error carries the exit code.
 pub fn run(cli: Cli) -> MemResult<()> {
     let out = Out::new(cli.format);
-    let cli_format = cli.format;
     let ws_dir = workspace::resolve(cli.workspace.as_deref());
     match cli.command {
         Command::Init(args) => {
@@ -143,49 +143,43 @@ pub fn run(cli: Cli) -> MemResult<()> {
         }
         Command::Model(c) => recall::model(&out, c),
         Command::Serve(a) => serve::serve(&ws_dir, a),
-        Command::Token(c) => serve::token(&ws_dir, &out, c),
         Command::Mcp => mcp::mcp(&ws_dir),
         command => {
-            let ws = workspace::open(&ws_dir)?;
-            let svc = &ws.service;
-            match command {
-                Command::Init(_) => Ok(()),
-                Command::Put(a) => {
-                    files::put(svc, &out, a)?;
-                    // Acknowledged above; now the processor plugins run on
-                    // what is pending. A failure here is kept on the file
-                    // (see `status`, retried by `reindex`), not the put's.
-                    if let Err(e) = svc.process_pending(None) {
-                        eprintln!("{}", output::render_error(cli_format, &e));
-                    }
-                    Ok(())
-                }
-                Command::Get(a) => files::get(svc, &out, a),
-                Command::Cat(a) => files::cat(svc, a),
-                Command::Ls(a) => files::ls(svc, &out, a),
-                Command::Info(a) => files::info(svc, &out, a),
-                Command::Mv(a) => files::mv(svc, &out, a),
-                Command::Rm(a) => files::rm(svc, &out, a),
-                Command::Mkdir(a) => files::mkdir(svc, &out, a),
-                Command::Remember(a) => memory::remember(svc, &out, a),
-                Command::Memory(c) => memory::run(svc, &out, c),
-                Command::Propose(c) => govern::propose(svc, &out, c),
-                Command::Review(c) => govern::review(svc, &out, c),
-                Command::Audit(c) => govern::audit(svc, &out, c),
-                Command::Types => govern::types(svc, &out),
-                Command::Plugin(c) => plugin::run(&ws, &out, c),
-                Command::Status => plugin::status(&ws, &out),
-                Command::Import(a) => plugin::import(&ws, &out, a),
-                Command::Export(a) => plugin::export(&ws, &out, a),
-                Command::Lint => govern::lint(svc, &out),
-                Command::Check(a) => govern::check(svc, &out, a),
-                Command::Budgets => govern::budgets(svc, &out),
-                Command::Rebuild(a) => govern::rebuild(svc, &out, a),
-                Command::Search(a) => recall::search(svc, &out, a),
-                Command::Context(a) => recall::context(svc, &out, a),
-                Command::Reindex(a) => recall::reindex(svc, &out, a),
-                Command::Model(_) | Command::Serve(_) | Command::Token(_) | Command::Mcp => Ok(()),
-            }
+            let client = Client::open(&ws_dir)?;
+            let c = &client;
+            let result = match command {
+                Command::Put(a) => files::put(c, &out, a),
+                Command::Get(a) => files::get(c, &out, a),
+                Command::Cat(a) => files::cat(c, a),
+                Command::Ls(a) => files::ls(c, &out, a),
+                Command::Info(a) => files::info(c, &out, a),
+                Command::Mv(a) => files::mv(c, &out, a),
+                Command::Rm(a) => files::rm(c, &out, a),
+                Command::Mkdir(a) => files::mkdir(c, &out, a),
+                Command::Remember(a) => memory::remember(c, &out, a),
+                Command::Memory(cmd) => memory::run(c, &out, cmd),
+                Command::Propose(cmd) => govern::propose(c, &out, cmd),
+                Command::Review(cmd) => govern::review(c, &out, cmd),
+                Command::Audit(cmd) => govern::audit(c, &out, cmd),
+                Command::Types => govern::types(c, &out),
+                Command::Plugin(cmd) => plugin::run(c, &out, cmd),
+                Command::Status => plugin::status(c, &out),
+                Command::Import(a) => plugin::import(c, &out, a),
+                Command::Export(a) => plugin::export(c, &out, a),
+                Command::Lint => govern::lint(c, &out),
+                Command::Check(a) => govern::check(c, &out, a),
+                Command::Budgets => govern::budgets(c, &out),
+                Command::Rebuild(a) => govern::rebuild(c, &out, a),
+                Command::Search(a) => recall::search(c, &out, a),
+                Command::Context(a) => recall::context(c, &out, a),
+                Command::Reindex(a) => recall::reindex(c, &out, a),
+                Command::Token(cmd) => serve::token(c, &out, cmd),
+                Command::Init(_) | Command::Model(_) | Command::Serve(_) | Command::Mcp => Ok(()),
+            };
+            // What the command's writes left for later (processing, the
+            // index) is finished before the process exits.
+            client.finish();
+            result
         }
     }
 }

@@ -76,6 +76,25 @@ pub fn render_error(format: Format, err: &MemError) -> String {
     }
 }
 
+/// All of `reader` as text: bytes that are not UTF-8 are `bad_encoding`
+/// (not an I/O problem), and nothing is stored.
+pub fn read_text(reader: &mut dyn std::io::Read, what: &str) -> MemResult<String> {
+    let mut bytes = Vec::new();
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(|e| MemError::io(&format!("cannot read {what}"), &e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        MemError::new(
+            mem_core::ErrorCode::BadEncoding,
+            format!(
+                "{what} is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+        .with_hint("convert it to UTF-8, or store binary content as a file with `put`")
+    })
+}
+
 /// `1.2 KiB`-style sizes for people.
 pub fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -1,14 +1,19 @@
 //! `plugin` commands (owner only): install, list, inspect, remove, grant,
-//! revoke; and `status`. Grants live in `mem.toml`, edited in place with
-//! comments kept, validated before anything is written.
+//! revoke; `status`; documents in and out through adapter plugins. Each
+//! is a service operation (audited; grants are written to `mem.toml` by
+//! the service, which owns it).
 
 use super::output::Out;
-use crate::workspace::Workspace;
+use crate::client::Client;
+use base64::Engine;
 use clap::Subcommand;
-use mem_core::plugin::{Capability, InstallOptions, PluginHost, PluginInfo, PluginManifest};
+use mem_core::plugin::{Capability, PluginInfo, PluginManifest};
 use mem_core::{MemError, MemResult};
-use mem_service::WorkspaceConfig;
-use mem_service::config::CONFIG_FILE;
+use mem_service::ops::admin::{
+    ExportDocument, ImportDocument, PluginGrant, PluginInspect, PluginInstall, PluginList,
+    PluginRemove, PluginRevoke,
+};
+use mem_service::ops::recall::Status;
 use std::path::PathBuf;
 
 #[derive(Debug, Subcommand)]
@@ -28,8 +33,13 @@ pub enum PluginCommand {
     List,
     /// World, requested vs granted capabilities, limits, failures.
     Inspect { name: String },
-    /// Uninstall a plugin.
-    Remove { name: String },
+    /// Uninstall a plugin (refused while mem.toml names it, unless --force,
+    /// which also takes it out of the configuration).
+    Remove {
+        name: String,
+        #[arg(long)]
+        force: bool,
+    },
     /// Grant capabilities (log, config, kv, embed, fs).
     Grant {
         name: String,
@@ -78,8 +88,7 @@ fn info_line(p: &PluginInfo) -> String {
     )
 }
 
-pub fn run(ws: &Workspace, out: &Out, cmd: PluginCommand) -> MemResult<()> {
-    let host = ws.plugins.as_ref();
+pub fn run(c: &Client, out: &Out, cmd: PluginCommand) -> MemResult<()> {
     match cmd {
         PluginCommand::Install {
             wasm,
@@ -99,11 +108,18 @@ pub fn run(ws: &Workspace, out: &Out, cmd: PluginCommand) -> MemResult<()> {
                 ))
                 .with_hint("schemas/plugin-manifest.schema.json describes the format")
             })?;
-            let info = host.install(&bytes, &manifest, InstallOptions { replace })?;
+            let info = c
+                .run(PluginInstall {
+                    manifest,
+                    wasm_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+                    replace,
+                    idempotency_key: None,
+                })?
+                .value;
             out.emit(&info, |i| format!("installed {}", info_line(i)))
         }
         PluginCommand::List => {
-            let list = host.list()?;
+            let list = c.run(PluginList {})?.value;
             out.emit(&list, |l| {
                 if l.is_empty() {
                     return "no plugins installed".into();
@@ -112,15 +128,29 @@ pub fn run(ws: &Workspace, out: &Out, cmd: PluginCommand) -> MemResult<()> {
             })
         }
         PluginCommand::Inspect { name } => {
-            let info = host.inspect(&name)?;
+            let info = c.run(PluginInspect { name })?.value;
             out.emit(&info, |i| {
                 serde_json::to_string_pretty(i).unwrap_or_else(|_| info_line(i))
             })
         }
-        PluginCommand::Remove { name } => {
-            host.remove(&name)?;
-            out.emit(&serde_json::json!({ "removed": name }), |_| {
-                format!("removed {name}")
+        PluginCommand::Remove { name, force } => {
+            let r = c
+                .run(PluginRemove {
+                    name,
+                    force,
+                    idempotency_key: None,
+                })?
+                .value;
+            out.emit(&r, |r| {
+                if r.unconfigured.is_empty() {
+                    format!("removed {}", r.removed)
+                } else {
+                    format!(
+                        "removed {} (and dropped it from {})",
+                        r.removed,
+                        r.unconfigured.join(", ")
+                    )
+                }
             })
         }
         PluginCommand::Grant {
@@ -128,26 +158,24 @@ pub fn run(ws: &Workspace, out: &Out, cmd: PluginCommand) -> MemResult<()> {
             capabilities,
             paths,
         } => {
-            host.inspect(&name)?;
-            let caps = parse_caps(&capabilities)?;
-            let mut cfg = ws.service.config().plugins.clone();
-            for c in &caps {
-                cfg.grant(&name, *c, if *c == Capability::Fs { &paths } else { &[] })?;
-            }
-            save_plugin_settings(ws, &name, &cfg)?;
-            host.set_config(cfg)?;
-            let info = host.inspect(&name)?;
+            let info = c
+                .run(PluginGrant {
+                    name,
+                    capabilities: parse_caps(&capabilities)?,
+                    paths,
+                    idempotency_key: None,
+                })?
+                .value;
             out.emit(&info, |i| format!("granted; {}", info_line(i)))
         }
         PluginCommand::Revoke { name, capabilities } => {
-            let caps = parse_caps(&capabilities)?;
-            let mut cfg = ws.service.config().plugins.clone();
-            for c in &caps {
-                cfg.revoke(&name, *c);
-            }
-            save_plugin_settings(ws, &name, &cfg)?;
-            host.set_config(cfg)?;
-            let info = host.inspect(&name)?;
+            let info = c
+                .run(PluginRevoke {
+                    name,
+                    capabilities: parse_caps(&capabilities)?,
+                    idempotency_key: None,
+                })?
+                .value;
             out.emit(&info, |i| format!("revoked; {}", info_line(i)))
         }
     }
@@ -161,53 +189,8 @@ fn parse_caps(raw: &[String]) -> MemResult<Vec<Capability>> {
         .collect()
 }
 
-/// Writes `[plugins.NAME] grants/fs` into mem.toml, keeping the rest of
-/// the file (comments included); the result must parse and validate
-/// before it replaces the old file.
-fn save_plugin_settings(
-    ws: &Workspace,
-    name: &str,
-    cfg: &mem_core::plugin::PluginsConfig,
-) -> MemResult<()> {
-    let path = ws.dir.join(CONFIG_FILE);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| MemError::io(&format!("cannot read {}", path.display()), &e))?;
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
-        MemError::new(
-            mem_core::ErrorCode::ConfigInvalid,
-            format!("mem.toml is invalid: {e}"),
-        )
-        .with_hint("fix mem.toml first")
-    })?;
-    let settings = cfg.settings(name);
-    if !doc.contains_table("plugins") {
-        doc["plugins"] = toml_edit::table();
-    }
-    let plugins = doc["plugins"].as_table_mut().ok_or_else(|| {
-        MemError::new(
-            mem_core::ErrorCode::ConfigInvalid,
-            "mem.toml [plugins] is not a table",
-        )
-    })?;
-    if !plugins.contains_key(name) {
-        plugins.insert(name, toml_edit::table());
-    }
-    let entry = &mut plugins[name];
-    let grants: toml_edit::Array = settings.grants.iter().map(|c| c.as_str()).collect();
-    entry["grants"] = toml_edit::value(grants);
-    let fs: toml_edit::Array = settings.fs.iter().map(String::as_str).collect();
-    entry["fs"] = toml_edit::value(fs);
-    let new_text = doc.to_string();
-    WorkspaceConfig::parse(&new_text)?;
-    let tmp = path.with_extension("toml.tmp");
-    std::fs::write(&tmp, new_text.as_bytes())
-        .and_then(|_| std::fs::File::open(&tmp).and_then(|f| f.sync_all()))
-        .and_then(|_| std::fs::rename(&tmp, &path))
-        .map_err(|e| MemError::io(&format!("cannot write {}", path.display()), &e))
-}
-
-pub fn status(ws: &Workspace, out: &Out) -> MemResult<()> {
-    let s = ws.service.status()?;
+pub fn status(c: &Client, out: &Out) -> MemResult<()> {
+    let s = c.run(Status {})?.value;
     out.emit(&s, |s| {
         let mut lines = vec![
             format!(
@@ -273,7 +256,7 @@ pub struct ExportArgs {
 }
 
 /// `import`: one result line per entry, like `remember --jsonl`.
-pub fn import(ws: &Workspace, out: &Out, a: ImportArgs) -> MemResult<()> {
+pub fn import(c: &Client, out: &Out, a: ImportArgs) -> MemResult<()> {
     let bytes = std::fs::read(&a.file)
         .map_err(|e| MemError::io(&format!("cannot read {}", a.file.display()), &e))?;
     let name = a
@@ -281,16 +264,22 @@ pub fn import(ws: &Workspace, out: &Out, a: ImportArgs) -> MemResult<()> {
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_else(|| "document".into());
-    let results = ws
-        .service
-        .import_document(&a.adapter, &name, &bytes, &a.path)?;
+    let results = c.import_document(
+        ImportDocument {
+            path: a.path,
+            adapter: Some(a.adapter),
+            name: Some(name),
+            content: None,
+        },
+        bytes,
+    )?;
     let mut failed = 0;
     for (i, r) in results.into_iter().enumerate() {
-        let doc = match r {
-            Ok(o) => {
+        let doc = match (r.result, r.error) {
+            (Some(o), _) => {
                 serde_json::json!({ "entry": i + 1, "ok": true, "replayed": o.replayed, "memory": o.memory, "proposal": o.proposal })
             }
-            Err(e) => {
+            (None, e) => {
                 failed += 1;
                 serde_json::json!({ "entry": i + 1, "ok": false, "error": e })
             }
@@ -318,22 +307,30 @@ pub fn import(ws: &Workspace, out: &Out, a: ImportArgs) -> MemResult<()> {
     Ok(())
 }
 
-pub fn export(ws: &Workspace, out: &Out, a: ExportArgs) -> MemResult<()> {
-    let bytes = ws.service.export_document(&a.adapter, &a.name, &a.path)?;
+pub fn export(c: &Client, out: &Out, a: ExportArgs) -> MemResult<()> {
+    let doc = c
+        .run(ExportDocument {
+            path: a.path,
+            adapter: Some(a.adapter),
+            name: Some(a.name),
+        })?
+        .value;
     match a.output {
         Some(path) => {
-            std::fs::write(&path, &bytes)
+            std::fs::write(&path, doc.content.as_bytes())
                 .map_err(|e| MemError::io(&format!("cannot write {}", path.display()), &e))?;
             out.emit(
-                &serde_json::json!({ "written": path, "bytes": bytes.len() }),
+                &serde_json::json!({ "written": path, "bytes": doc.content.len() }),
                 |_| format!("wrote {}", path.display()),
             )
         }
         None => {
             use std::io::Write;
-            std::io::stdout()
-                .write_all(&bytes)
-                .map_err(|e| MemError::io("cannot write to stdout", &e))
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(doc.content.as_bytes())
+                .and_then(|_| stdout.flush())
+                .map_err(|e| crate::client::write_error(&e))
         }
     }
 }

@@ -7,7 +7,8 @@ use clap::{Args, Subcommand};
 use mem_core::index::LaneStatus;
 use mem_core::{MemError, MemResult};
 use mem_index::models;
-use mem_service::Service;
+use crate::client::Client;
+use mem_service::ops::admin::{Reindex, ReindexMode, ReindexReport, Reprocess};
 use mem_service::recall::{ContextPack, ContextRequest, SearchQuery, SearchResult};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -180,19 +181,19 @@ fn lane_name(l: mem_core::index::Lane) -> &'static str {
     }
 }
 
-pub fn search(svc: &Service, out: &Out, a: SearchArgs) -> MemResult<()> {
+pub fn search(c: &Client, out: &Out, a: SearchArgs) -> MemResult<()> {
     if let Some(file) = a.batch.clone() {
-        return search_batch(svc, out, &a, &file);
+        return search_batch(c, out, &a, &file);
     }
     let q = a.to_query(a.query.clone().unwrap_or_default());
-    let r = svc.search(&q)?;
+    let r = c.run(q)?.value;
     out.emit(&r, human_result)
 }
 
 /// One request a line in, one result a line out, same order; a bad line
 /// gets `{"hits": [], "error": ...}` and the batch goes on.
-fn search_batch(svc: &Service, out: &Out, a: &SearchArgs, file: &PathBuf) -> MemResult<()> {
-    let reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
+fn search_batch(c: &Client, out: &Out, a: &SearchArgs, file: &PathBuf) -> MemResult<()> {
+    let mut reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
         let f = std::fs::File::open(file)
@@ -201,16 +202,29 @@ fn search_batch(svc: &Service, out: &Out, a: &SearchArgs, file: &PathBuf) -> Mem
     };
     let defaults = a.to_query(String::new());
     let mut failed = 0usize;
-    for (i, line) in reader.lines().enumerate() {
-        let line_no = i + 1;
-        let line = line.map_err(|e| MemError::io(&format!("cannot read line {line_no}"), &e))?;
-        if line.trim().is_empty() {
-            continue;
+    let mut raw = Vec::new();
+    let mut line_no = 0;
+    loop {
+        raw.clear();
+        let n = reader
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| MemError::io(&format!("cannot read line {}", line_no + 1), &e))?;
+        if n == 0 {
+            break;
         }
-        let result = serde_json::from_str::<serde_json::Value>(&line)
-            .map_err(|e| MemError::bad_request(format!("line {line_no}: not JSON: {e}")))
-            .and_then(|v| merge_defaults(&defaults, v, line_no))
-            .and_then(|q| svc.search(&q));
+        line_no += 1;
+        let result = match std::str::from_utf8(&raw) {
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => serde_json::from_str::<serde_json::Value>(line)
+                .map_err(|e| MemError::bad_request(format!("line {line_no}: not JSON: {e}")))
+                .and_then(|v| merge_defaults(&defaults, v, line_no))
+                .and_then(|q| c.run(q).map(|d| d.value)),
+            Err(_) => Err(MemError::new(
+                mem_core::ErrorCode::BadEncoding,
+                format!("line {line_no} is not UTF-8 text"),
+            )
+            .with_hint("save the file as UTF-8; the other lines are answered")),
+        };
         match result {
             Ok(r) if out.json() => out.line(&to_json(&r)?)?,
             Ok(r) => out.line(&format!("# {}\n{}", r.query, human_result(&r)))?,
@@ -291,50 +305,53 @@ fn human_pack(p: &ContextPack) -> String {
     lines.join("\n")
 }
 
-pub fn context(svc: &Service, out: &Out, a: ContextArgs) -> MemResult<()> {
-    let pack = svc.context(&ContextRequest {
-        query: a.query,
-        scope: a.scope,
-        source: a.source,
-        kinds: a.kinds,
-        max_chars: a.max_chars,
-        limit: a.limit,
-        agent: a.agent,
-        min_confidence: a.min_confidence,
-        ..Default::default()
-    })?;
+pub fn context(c: &Client, out: &Out, a: ContextArgs) -> MemResult<()> {
+    let pack = c
+        .run(ContextRequest {
+            query: a.query,
+            scope: a.scope,
+            source: a.source,
+            kinds: a.kinds,
+            max_chars: a.max_chars,
+            limit: a.limit,
+            agent: a.agent,
+            min_confidence: a.min_confidence,
+            ..Default::default()
+        })?
+        .value;
     out.emit(&pack, human_pack)
 }
 
-pub fn reindex(svc: &Service, out: &Out, a: ReindexArgs) -> MemResult<()> {
-    use mem_service::processing::Reindex;
-    let processing = match (&a.target, a.failed, a.all) {
-        (Some(t), _, _) => svc.reindex(Reindex::File(t.clone()))?,
-        (None, true, _) => svc.reindex(Reindex::Failed)?,
-        (None, false, true) => svc.reindex(Reindex::All)?,
-        (None, false, false) => svc.process_pending(None)?,
-    };
-    if !a.all {
-        let n = svc.sync_index()?;
-        return out.emit(
-            &serde_json::json!({ "processing": processing, "applied_events": n, "stats": svc.index_stats()? }),
-            |v| {
-                format!(
-                    "processed {} files ({} done, {} partial, {} failed); applied {} events",
-                    v["processing"]["processed"],
-                    v["processing"]["done"],
-                    v["processing"]["partial"],
-                    v["processing"]["failed"],
-                    v["applied_events"]
-                )
-            },
-        );
+pub fn reindex(c: &Client, out: &Out, a: ReindexArgs) -> MemResult<()> {
+    if let Some(target) = a.target {
+        let p = c.run(Reprocess { target })?.value;
+        return out.emit(&p, |p| {
+            format!(
+                "processed {} files ({} done, {} partial, {} failed)",
+                p.processed, p.done, p.partial, p.failed
+            )
+        });
     }
-    let n = svc.rebuild_index()?;
-    out.emit(
-        &serde_json::json!({ "processing": processing, "reindexed_records": n, "stats": svc.index_stats()? }),
-        |v| format!("re-processed {} files; re-indexed {} records", v["processing"]["processed"], v["reindexed_records"]),
-    )
+    let mode = match (a.failed, a.all) {
+        (true, _) => ReindexMode::Failed,
+        (false, true) => ReindexMode::All,
+        (false, false) => ReindexMode::Pending,
+    };
+    let r = c.run(Reindex { mode })?.value;
+    out.emit(&r, |r: &ReindexReport| {
+        let p = &r.processing;
+        match (r.reindexed_records, r.applied_events) {
+            (Some(n), _) => format!("re-processed {} files; re-indexed {n} records", p.processed),
+            (None, n) => format!(
+                "processed {} files ({} done, {} partial, {} failed); applied {} events",
+                p.processed,
+                p.done,
+                p.partial,
+                p.failed,
+                n.unwrap_or(0)
+            ),
+        }
+    })
 }
 
 fn human_models(r: &models::ModelsReport) -> String {

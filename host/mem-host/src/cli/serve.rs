@@ -1,9 +1,11 @@
 //! `serve` (REST, MCP over HTTP, metrics) and `token` (who may call it).
 
 use super::output::Out;
+use crate::client::Client;
 use crate::workspace;
 use clap::{Args, Subcommand};
 use mem_core::{MemError, MemResult};
+use mem_service::ops::admin::{TokenList, TokenRevoke};
 use mem_service::tokens::TokenRequest;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -72,14 +74,18 @@ async fn shutdown_signal() {
 
 pub fn serve(dir: &Path, a: ServeArgs) -> MemResult<()> {
     init_logs(&a.log_format);
-    let ws = workspace::open(dir)?;
+    let ws = workspace::open(dir).map_err(|e| match e.code {
+        mem_core::ErrorCode::StoreLocked => workspace::explain_lock(dir, e),
+        _ => e,
+    })?;
     // Open and catch up the index before listening, not on the first request.
     ws.service.open_index()?;
-    let svc = Arc::new(ws.service);
+    let svc = Arc::clone(&ws.service);
     let opts = mem_server::ServeOptions {
         bind: a.bind,
         json_body_limit: a.max_body,
         file_body_limit: a.max_upload,
+        socket: Some(dir.join(mem_server::socket::SOCKET_FILE)),
     };
     runtime()?.block_on(mem_server::serve(svc, opts, shutdown_signal(), |addr| {
         // Scripts (and the tests) read the bound port from this line.
@@ -118,18 +124,18 @@ pub struct TokenCreateArgs {
     pub quota: Option<String>,
 }
 
-pub fn token(dir: &Path, out: &Out, c: TokenCommand) -> MemResult<()> {
-    let ws = workspace::open(dir)?;
-    let svc = &ws.service;
+pub fn token(client: &Client, out: &Out, c: TokenCommand) -> MemResult<()> {
     match c {
         TokenCommand::Create(a) => {
-            let t = svc.create_token(&TokenRequest {
-                name: a.name,
-                scopes: a.scope,
-                paths: a.paths,
-                expires: a.expires,
-                quota: a.quota,
-            })?;
+            let t = client
+                .run(TokenRequest {
+                    name: a.name,
+                    scopes: a.scope,
+                    paths: a.paths,
+                    expires: a.expires,
+                    quota: a.quota,
+                })?
+                .value;
             out.emit(&t, |t| {
                 format!(
                     "created token {} ({}) with scopes {}\nsecret (shown once, store it now): {}",
@@ -145,7 +151,7 @@ pub fn token(dir: &Path, out: &Out, c: TokenCommand) -> MemResult<()> {
                 )
             })
         }
-        TokenCommand::List => out.emit(&svc.list_tokens()?, |list| {
+        TokenCommand::List => out.emit(&client.run(TokenList {})?.value, |list| {
             if list.is_empty() {
                 return "no tokens; create one with `mem-host token create`".into();
             }
@@ -178,7 +184,12 @@ pub fn token(dir: &Path, out: &Out, c: TokenCommand) -> MemResult<()> {
                 .join("\n")
         }),
         TokenCommand::Revoke { token } => {
-            let t = svc.revoke_token(&token)?;
+            let t = client
+                .run(TokenRevoke {
+                    id: token,
+                    idempotency_key: None,
+                })?
+                .value;
             out.emit(&t, |t| format!("revoked token {} ({})", t.name, t.id))
         }
     }

@@ -16,7 +16,7 @@ pub use review::{EvidenceView, ReviewItem};
 
 use crate::Service;
 use crate::audit::{Actor, AuditDraft, verdict_details};
-use crate::memories::RememberRequest;
+pub use crate::requests::{Evidence, EvidenceStance, ProposalOp, ProposalRequest};
 use crate::records::{encode, load, scan_all, transact};
 use mem_core::hash::sha256_hex;
 use mem_core::id::new_id;
@@ -34,79 +34,6 @@ const KEY_NAMESPACE: &str = "proposal\n";
 /// Most memories one consolidation may merge.
 const MAX_CONSOLIDATE: usize = 100;
 const MAX_EVIDENCE: usize = 64;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ProposalOp {
-    /// A new memory.
-    Create,
-    /// A new memory supersedes one target (old archived as superseded, new
-    /// written, in one atomic step).
-    Replace,
-    /// Retract one target (archived).
-    Remove,
-    /// N targets → one new memory superseding each.
-    Consolidate,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum EvidenceStance {
-    Supports,
-    Weakens,
-    Contradicts,
-}
-
-/// One piece of evidence: exactly one of a memory, a file (with an optional
-/// line locator) or a raw observation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Evidence {
-    pub stance: EvidenceStance,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file_id: Option<String>,
-    /// `L10-24` (with `file_id`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub locator: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observation: Option<String>,
-}
-
-impl Evidence {
-    /// `mem://memory/ID`, `mem://file/ID#L1-3` or `observation`.
-    pub fn reference(&self) -> String {
-        match (&self.memory_id, &self.file_id) {
-            (Some(m), _) => format!("mem://memory/{m}"),
-            (None, Some(f)) => match &self.locator {
-                Some(l) => format!("mem://file/{f}#{l}"),
-                None => format!("mem://file/{f}"),
-            },
-            _ => "observation".into(),
-        }
-    }
-}
-
-/// What an agent (or a person) asks the gate to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProposalRequest {
-    pub op: ProposalOp,
-    /// Memories the op acts on: one for replace/remove, two or more for consolidate.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub targets: Vec<String>,
-    /// The new memory (create, replace, consolidate). Its own
-    /// `idempotency_key` is ignored: the proposal's key governs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<RememberRequest>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub evidence: Vec<Evidence>,
-    /// Why (required for remove).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub idempotency_key: String,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -210,7 +137,7 @@ impl Service {
     /// Runs a proposal through the gate. `Ok` for auto-approved and queued
     /// proposals; a rejected one is stored, audited as `propose-denied`,
     /// and returned as a `write_rejected` error carrying every reason.
-    pub fn propose(&self, req: &ProposalRequest, actor: &Actor) -> MemResult<ProposalOutcome> {
+    pub(crate) fn propose(&self, req: &ProposalRequest, actor: &Actor) -> MemResult<ProposalOutcome> {
         let result = self.propose_inner(req, actor);
         if let Err(e) = &result
             && e.code != ErrorCode::WriteRejected
@@ -566,12 +493,12 @@ impl Service {
     }
 
     /// Every queued proposal, oldest first.
-    pub fn review_list(&self) -> MemResult<Vec<Proposal>> {
+    pub(crate) fn review_list(&self) -> MemResult<Vec<Proposal>> {
         self.proposals(Some(ProposalStatus::Queued))
     }
 
     /// Proposals, oldest first, optionally of one status.
-    pub fn proposals(&self, status: Option<ProposalStatus>) -> MemResult<Vec<Proposal>> {
+    pub(crate) fn proposals(&self, status: Option<ProposalStatus>) -> MemResult<Vec<Proposal>> {
         let mut out = Vec::new();
         for (key, raw) in scan_all(self.store(), Table::Proposals, "")? {
             let p: Proposal = crate::records::decode(Table::Proposals, &key, &raw)?;
@@ -582,7 +509,7 @@ impl Service {
         Ok(out)
     }
 
-    pub fn proposal(&self, id: &str) -> MemResult<Proposal> {
+    pub(crate) fn proposal(&self, id: &str) -> MemResult<Proposal> {
         load(self.store(), Table::Proposals, id)?
             .map(|s| s.value)
             .ok_or_else(|| {

@@ -43,7 +43,7 @@ pub struct ReviewItem {
 }
 
 impl Service {
-    pub fn review_show(&self, id: &str) -> MemResult<ReviewItem> {
+    pub(crate) fn review_show(&self, id: &str) -> MemResult<ReviewItem> {
         let proposal = self.proposal(id)?;
         let old: Vec<Memory> = proposal
             .targets
@@ -129,7 +129,7 @@ impl Service {
 
     /// Applies a queued proposal. Refused when it is not queued any more or
     /// a target changed since it was proposed.
-    pub fn review_approve(
+    pub(crate) fn review_approve(
         &self,
         id: &str,
         approver: &Actor,
@@ -160,7 +160,7 @@ impl Service {
         Ok(p)
     }
 
-    pub fn review_reject(&self, id: &str, reviewer: &Actor, reason: &str) -> MemResult<Proposal> {
+    pub(crate) fn review_reject(&self, id: &str, reviewer: &Actor, reason: &str) -> MemResult<Proposal> {
         let reason = reason.trim();
         if reason.is_empty() {
             return Err(

@@ -35,22 +35,32 @@ const POOL_FACTOR: usize = 3;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextRequest {
+    /// The question or task, in plain words.
+    #[schemars(length(max = 4096))]
     pub query: String,
     /// Only items under this folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::ops::fields::opt_path")]
     pub scope: Option<String>,
     /// `all` (default), `file` or `memory`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::ops::fields::opt_source")]
     pub source: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: Vec<String>,
+    /// Hard budget of the packed texts, in characters (default 8000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_chars: Option<usize>,
+    /// Most items packed, 1 to 200 (default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 200))]
     pub limit: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// Memories below this confidence are not served (default 0.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub min_confidence: Option<f64>,
     /// The caller's path boundary (see [`SearchQuery::within`]).
     #[serde(skip)]
@@ -196,6 +206,9 @@ pub struct ContextPack {
     pub omitted: Vec<OmittedItem>,
     pub partial: bool,
     pub warnings: Vec<String>,
+    /// When the pack is empty: what to try next.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
     pub trace: PackTrace,
 }
 
@@ -355,16 +368,24 @@ impl Service {
     }
 
     /// Builds a cited, budgeted context pack.
-    pub fn context(&self, req: &ContextRequest) -> MemResult<ContextPack> {
+    pub(crate) fn context(&self, req: &ContextRequest) -> MemResult<ContextPack> {
         let max_chars = req.max_chars.unwrap_or(DEFAULT_MAX_CHARS);
         let limit = req.limit.unwrap_or(DEFAULT_CONTEXT_LIMIT);
         if max_chars == 0 || limit == 0 || limit > super::MAX_SEARCH_LIMIT {
             return Err(MemError::bad_request(format!(
                 "max_chars must be positive and limit 1..={}",
                 super::MAX_SEARCH_LIMIT
-            )));
+            ))
+            .with_hint("send a positive max_chars and a limit in range"));
         }
         let min_confidence = req.min_confidence.unwrap_or(DEFAULT_MIN_CONFIDENCE);
+        if !(0.0..=1.0).contains(&min_confidence) {
+            return Err(MemError::bad_request(format!(
+                "min_confidence {min_confidence} is outside 0..1"
+            ))
+            .with_hint("give a confidence between 0 and 1")
+            .with_details(json!({ "field": "min_confidence" })));
+        }
         let pool = (limit * POOL_FACTOR).min(super::MAX_SEARCH_LIMIT);
         let q = SearchQuery {
             query: req.query.clone(),
@@ -528,6 +549,7 @@ impl Service {
             omitted: Vec::new(),
             partial,
             warnings,
+            suggestions: Vec::new(),
             trace: PackTrace {
                 query: QueryTrace {
                     text: req.query.clone(),
@@ -597,40 +619,20 @@ impl Service {
         pack.trace.packed = packed.len();
         pack.trace.omitted = pack.omitted.len();
         if packed.is_empty() {
-            let mut suggestions = Vec::new();
-            if !pack.omitted.is_empty() {
-                suggestions.push(format!(
-                    "raise --max-chars: the smallest candidate needs {} characters",
-                    pack.omitted.iter().map(|o| o.chars).min().unwrap_or(0)
-                ));
+            // A pack that found nothing is still an answer: empty lanes,
+            // what is missing, and how to retry. Only lanes that failed
+            // outright, with nothing surviving, make it unavailable.
+            let lanes_failed = !found.lanes.is_empty()
+                && found.lanes.iter().all(|l| l.status == LaneStatus::Failed);
+            pack.suggestions = self.retry_suggestions(&pack, &found);
+            if lanes_failed {
+                return Err(MemError::new(
+                    ErrorCode::ContextUnavailable,
+                    format!("every recall lane failed for {:?}", req.query),
+                )
+                .with_hint("retry shortly; `mem-host status` shows the index state")
+                .with_details(json!({ "lanes": found.lanes, "warnings": found.warnings })));
             }
-            if !pack.trace.hidden_by_filter.is_empty() {
-                suggestions.push(
-                    "widen the filters: matching items were hidden (see hidden_by_filter)".into(),
-                );
-            }
-            if !pack.trace.rejected_by_gate.is_empty() {
-                suggestions.push("lower --min-confidence, or review the rejected items".into());
-            }
-            if found
-                .lanes
-                .iter()
-                .any(|l| l.lane == mem_core::index::Lane::Semantic && l.status != LaneStatus::Ok)
-            {
-                suggestions.push(
-                    "install an embedding model (`mem-host model install`) to match by meaning"
-                        .into(),
-                );
-            }
-            suggestions.push("rephrase the query with words the memories would use".into());
-            return Err(MemError::new(
-                ErrorCode::ContextUnavailable,
-                format!("no evidence survived for {:?}", req.query),
-            )
-            .with_hint(suggestions.join("; "))
-            .with_details(
-                json!({ "trace": pack.trace, "omitted": pack.omitted, "suggestions": suggestions }),
-            ));
         }
         let texts: Vec<String> = packed.iter().map(|i| i.text.to_lowercase()).collect();
         for term in &pack.trace.query.terms {
@@ -643,6 +645,35 @@ impl Service {
             }
         }
         Ok(pack)
+    }
+
+    /// What to try when a pack comes back empty.
+    fn retry_suggestions(&self, pack: &ContextPack, found: &super::SearchResult) -> Vec<String> {
+        let mut suggestions = Vec::new();
+        if !pack.omitted.is_empty() {
+            suggestions.push(format!(
+                "raise max_chars: the smallest candidate needs {} characters",
+                pack.omitted.iter().map(|o| o.chars).min().unwrap_or(0)
+            ));
+        }
+        if !pack.trace.hidden_by_filter.is_empty() {
+            suggestions
+                .push("widen the filters: matching items were hidden (see hidden_by_filter)".into());
+        }
+        if !pack.trace.rejected_by_gate.is_empty() {
+            suggestions.push("lower min_confidence, or review the rejected items".into());
+        }
+        if found
+            .lanes
+            .iter()
+            .any(|l| l.lane == mem_core::index::Lane::Semantic && l.status != LaneStatus::Ok)
+        {
+            suggestions.push(
+                "install an embedding model (`mem-host model install`) to match by meaning".into(),
+            );
+        }
+        suggestions.push("rephrase the query with words the memories would use".into());
+        suggestions
     }
 
     fn provenance_of(&self, h: &SearchHit) -> MemResult<Provenance> {

@@ -51,18 +51,24 @@ pub(crate) struct RecallState {
     pub caught_up: AtomicBool,
     pub last_sync_error: Mutex<Option<MemError>>,
     pub sync_lock: Mutex<()>,
+    /// Writes were acknowledged that the index has not replayed yet (bulk
+    /// writes leave that to the worker or to the next search).
+    pub behind: AtomicBool,
 }
 
 /// A search request (CLI flags, REST/MCP body, one `--batch` line).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchQuery {
+    /// What to look for, in plain words.
+    #[schemars(length(max = 4096))]
     pub query: String,
     /// Any of these memory kinds (or file MIME types).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: Vec<String>,
     /// Only under this folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::ops::fields::opt_path")]
     pub path: Option<String>,
     /// All of these tags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -71,16 +77,22 @@ pub struct SearchQuery {
     pub agent: Option<String>,
     /// RFC 3339 or `YYYY-MM-DD`; bounds the event time (else the write time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::ops::fields::opt_time_or_date")]
     pub since: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::ops::fields::opt_time_or_date")]
     pub until: Option<String>,
     /// `active` (default), `archived`, `superseded`, or `all`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::ops::fields::search_lifecycles")]
     pub lifecycle: Vec<String>,
     /// `memory`, `file` or `all` (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::ops::fields::opt_source")]
     pub source: Option<String>,
+    /// 1 to 200 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 200))]
     pub limit: Option<usize>,
     /// Skip the semantic lane.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -161,7 +173,6 @@ pub struct SearchResult {
 }
 
 fn parse_bound(s: &str, end_of_day: bool) -> MemResult<i64> {
-    let s = s.trim();
     if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
         let t = if end_of_day {
             d.and_hms_milli_opt(23, 59, 59, 999)
@@ -179,7 +190,7 @@ fn parse_bound(s: &str, end_of_day: bool) -> MemResult<i64> {
 
 /// Turns a request's flags into index filters (validating them).
 pub(crate) fn filters_of(q: &SearchQuery) -> MemResult<SearchFilters> {
-    let source = match q.source.as_deref().map(str::trim) {
+    let source = match q.source.as_deref() {
         None | Some("") | Some("all") => None,
         Some("memory") | Some("memories") => Some(SourceKind::Memory),
         Some("file") | Some("files") => Some(SourceKind::File),
@@ -190,8 +201,8 @@ pub(crate) fn filters_of(q: &SearchQuery) -> MemResult<SearchFilters> {
     };
     let mut lifecycles = Vec::new();
     for l in &q.lifecycle {
-        match l.trim() {
-            "active" | "archived" | "superseded" => lifecycles.push(l.trim().to_string()),
+        match l.as_str() {
+            "active" | "archived" | "superseded" => lifecycles.push(l.clone()),
             "all" => lifecycles.extend(["active", "archived", "superseded"].map(String::from)),
             "forgotten" => {
                 return Err(MemError::bad_request("forgotten memories are not searchable")
@@ -208,7 +219,7 @@ pub(crate) fn filters_of(q: &SearchQuery) -> MemResult<SearchFilters> {
     let path = q
         .path
         .as_deref()
-        .map(|p| VPath::parse(p.trim()))
+        .map(VPath::parse)
         .transpose()?
         .map(|p| p.as_str().to_string());
     let since_ms = q
@@ -221,11 +232,6 @@ pub(crate) fn filters_of(q: &SearchQuery) -> MemResult<SearchFilters> {
         .as_deref()
         .map(|s| parse_bound(s, true))
         .transpose()?;
-    if let (Some(a), Some(b)) = (since_ms, until_ms)
-        && a > b
-    {
-        return Err(MemError::bad_request("since is after until"));
-    }
     Ok(SearchFilters {
         source,
         kinds: q
@@ -430,7 +436,7 @@ impl Service {
     }
 
     /// Hybrid search over memories and file chunks.
-    pub fn search(&self, q: &SearchQuery) -> MemResult<SearchResult> {
+    pub(crate) fn search(&self, q: &SearchQuery) -> MemResult<SearchResult> {
         let started = std::time::Instant::now();
         let limit = q.limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
         if limit == 0 || limit > MAX_SEARCH_LIMIT {
@@ -439,6 +445,7 @@ impl Service {
             )));
         }
         let filters = filters_of(q)?;
+        self.catch_up_index();
         let index = self.require_index()?;
         let period = period_in(&q.query, mem_core::time::now());
         let req = SearchRequest {

@@ -273,6 +273,21 @@ impl Service {
         Ok(applied)
     }
 
+    /// Notes that acknowledged writes wait for the index, and wakes the
+    /// worker to replay them.
+    pub(crate) fn index_behind(&self) {
+        self.recall.behind.store(true, Ordering::SeqCst);
+        self.wake_worker();
+    }
+
+    /// Replays what the index is behind on, if anything (before a search,
+    /// and in the worker).
+    pub(crate) fn catch_up_index(&self) {
+        if self.recall.behind.swap(false, Ordering::SeqCst) {
+            self.sync_index_after_write();
+        }
+    }
+
     /// After an acknowledged write: sync, but never fail the write (it is
     /// durable; the index catches up at the next sync or open). A failure
     /// is kept and reported as a warning by searches until a sync succeeds.

@@ -31,10 +31,10 @@ fn remember(
         content: content.into(),
         kind: kind.into(),
         path: path.into(),
-        idempotency_key: Some(format!(
+        idempotency_key: format!(
             "{path}:{}",
             mem_core::hash::sha256_hex(content.as_bytes())
-        )),
+        ),
         ..Default::default()
     })
 }
@@ -116,7 +116,7 @@ fn a_lost_index_is_rebuilt_and_a_lagging_one_replays() {
         kind: "note".into(),
         // Another scope: in /a it would be `a`'s neighbouring context.
         path: "/b".into(),
-        idempotency_key: Some("b".into()),
+        idempotency_key: "b".into(),
         ..Default::default()
     });
     let b = b.unwrap().memory.unwrap();
@@ -130,7 +130,7 @@ fn processed_file_chunks_are_searchable_with_line_citations_and_leave_on_delete(
     let tmp = tempfile::tempdir().unwrap();
     let svc = open(tmp.path());
     let put = svc
-        .put_file(crate::PutFile {
+        .put_test(crate::TestPut {
             path: mem_core::VPath::parse("/docs/runbook.md").unwrap(),
             bytes: b"# Runbook\nrestart the flux capacitor\n".to_vec(),
             tags: vec!["ops".into()],
@@ -186,12 +186,12 @@ fn bulk_remember_syncs_once_per_group() {
             content: format!("bulk item number {i} about kiwis"),
             kind: "note".into(),
             path: "/bulk".into(),
-            idempotency_key: Some(format!("bulk-{i}")),
+            idempotency_key: format!("bulk-{i}"),
             ..Default::default()
         })
         .collect();
     let before = svc.index().unwrap().unwrap().watermark();
-    let results = svc.remember_many(&reqs);
+    let results = svc.remember_all(&reqs);
     assert!(results.iter().all(|r| r.is_ok()));
     let after = svc.index().unwrap().unwrap().watermark();
     assert!(after > before);
@@ -304,7 +304,7 @@ fn context_pack_lanes_budget_and_trace() {
         .iter()
         .find(|o| o.id == c.id)
         .expect("the long note is omitted, not cut");
-    assert_eq!(omitted.chars, long.trim().chars().count());
+    assert_eq!(omitted.chars, long.chars().count());
     assert!(
         pack.trace
             .hidden_by_filter
@@ -314,15 +314,32 @@ fn context_pack_lanes_budget_and_trace() {
         pack.trace
     );
     assert_eq!(pack.trace.selection.status, "skipped");
-    // Nothing survives: a structured error with suggestions.
-    let err = svc
+}
+
+/// Regression: a pack that found nothing was a 503 `context_unavailable`,
+/// which clients retry; it is a result with suggestions.
+#[test]
+fn regression_an_empty_pack_is_a_result_not_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    remember(&svc, "the garden needs water", "note", "/home").unwrap();
+    let pack = svc
         .context(&ContextRequest {
             query: "quantum chromodynamics".into(),
             ..Default::default()
         })
+        .unwrap();
+    assert!(pack.must.is_empty() && pack.context.is_empty());
+    assert!(!pack.suggestions.is_empty());
+    assert!(!pack.missing.is_empty(), "{:?}", pack.missing);
+    let e = svc
+        .context(&ContextRequest {
+            query: "x".into(),
+            min_confidence: Some(1.5),
+            ..Default::default()
+        })
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::ContextUnavailable);
-    assert!(!err.hint.is_empty());
+    assert_eq!(e.code, ErrorCode::BadRequest, "min_confidence is checked");
 }
 
 #[test]
@@ -335,7 +352,7 @@ fn context_read_gate_rejects_low_confidence() {
             kind: "fact".into(),
             path: "/x".into(),
             confidence: Some(0.1),
-            idempotency_key: Some("moon".into()),
+            idempotency_key: "moon".into(),
             ..Default::default()
         })
         .unwrap()

@@ -1,0 +1,319 @@
+//! Where the CLI's operations run. On a free workspace the CLI opens it
+//! and runs each operation through the owner's door in this process; when
+//! a `serve` holds the workspace, it sends the same operation to that
+//! server over the owner's socket (`serve.sock` in the workspace, `0600`)
+//! and gets the same answer. Either way the command is the same code.
+
+use crate::workspace::{self, Workspace};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use mem_core::model::FileRecord;
+use mem_core::{ErrorCode, MemError, MemResult};
+use mem_server::socket::{Answer, SOCKET_FILE};
+use mem_service::access::Access;
+use mem_service::door::{Done, Operation};
+use mem_service::ops::admin::ImportDocument;
+use mem_service::ops::files::PutFileRequest;
+use mem_service::ops::memories::ItemResult;
+use mem_service::{PutFileResult, RememberOutcome};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The workspace, here or behind its server.
+pub enum Client {
+    Local(Box<Workspace>),
+    Remote(Remote),
+}
+
+impl Client {
+    /// Opens the workspace at `dir`, or connects to the `serve` holding it.
+    pub fn open(dir: &Path) -> MemResult<Self> {
+        match workspace::open(dir) {
+            Ok(ws) => Ok(Client::Local(Box::new(ws))),
+            Err(e) if e.code == ErrorCode::StoreLocked => {
+                let socket = dir.join(SOCKET_FILE);
+                if socket.exists() && std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+                    return Remote::new(socket).map(Client::Remote);
+                }
+                Err(workspace::explain_lock(dir, e))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Runs one operation as the owner.
+    pub fn run<O: Operation>(&self, op: O) -> MemResult<Done<O::Output>> {
+        match self {
+            Client::Local(ws) => ws.service.caller(&Access::owner()).run(op),
+            Client::Remote(r) => {
+                let body = serde_json::to_vec(&op)
+                    .map_err(|e| MemError::internal(format!("cannot encode the request: {e}")))?;
+                let answer: Answer = r.call(
+                    "POST",
+                    &format!("/ops/{}", O::NAME),
+                    Full::new(Bytes::from(body)).map_err(|e| match e {}).boxed(),
+                    |_| Ok(()),
+                )?;
+                Ok(Done {
+                    value: serde_json::from_value(answer.value).map_err(|e| {
+                        MemError::internal(format!("cannot read the server's answer: {e}"))
+                    })?,
+                    replayed: answer.replayed,
+                })
+            }
+        }
+    }
+
+    /// Stores a file whose bytes `reader` streams.
+    pub fn put_stream(
+        &self,
+        req: PutFileRequest,
+        reader: &mut (dyn Read + Send),
+    ) -> MemResult<Done<PutFileResult>> {
+        match self {
+            Client::Local(ws) => ws.service.caller(&Access::owner()).put_stream(req, reader),
+            Client::Remote(r) => r.upload(req, reader),
+        }
+    }
+
+    /// Writes a file's bytes to `out`; returns its record.
+    pub fn copy_file(&self, target: &str, out: &mut dyn Write) -> MemResult<FileRecord> {
+        match self {
+            Client::Local(ws) => {
+                let (file, mut reader) = ws.service.caller(&Access::owner()).open_file(target)?;
+                std::io::copy(&mut reader, out).map_err(|e| write_error(&e))?;
+                Ok(file)
+            }
+            Client::Remote(r) => r.download(target, out),
+        }
+    }
+
+    /// Imports a document through an adapter plugin.
+    pub fn import_document(
+        &self,
+        req: ImportDocument,
+        bytes: Vec<u8>,
+    ) -> MemResult<Vec<ItemResult<RememberOutcome>>> {
+        match self {
+            Client::Local(ws) => ws
+                .service
+                .caller(&Access::owner())
+                .import_document(req, &bytes),
+            Client::Remote(r) => {
+                let request = serde_json::to_string(&req)
+                    .map_err(|e| MemError::internal(format!("cannot encode the request: {e}")))?;
+                let path = format!("/documents?request={}", query_escape(&request));
+                let answer: Answer = r.call(
+                    "POST",
+                    &path,
+                    Full::new(Bytes::from(bytes)).map_err(|e| match e {}).boxed(),
+                    |_| Ok(()),
+                )?;
+                serde_json::from_value(answer.value).map_err(|e| {
+                    MemError::internal(format!("cannot read the server's answer: {e}"))
+                })
+            }
+        }
+    }
+
+    /// Finishes what this process's writes left for later (processing,
+    /// the index); the server's own worker does that for remote writes.
+    pub fn finish(&self) {
+        if let Client::Local(ws) = self {
+            ws.service.settle();
+        }
+    }
+}
+
+/// A closed stdout or file: the reader's choice or a full disk.
+pub fn write_error(e: &std::io::Error) -> MemError {
+    MemError::io("cannot write the output", e)
+}
+
+type Body = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
+
+/// The connection to a running server's owner socket.
+pub struct Remote {
+    socket: PathBuf,
+    rt: tokio::runtime::Runtime,
+}
+
+fn unreachable(socket: &Path, e: impl std::fmt::Display) -> MemError {
+    MemError::new(
+        ErrorCode::StoreLocked,
+        format!("the server holding this workspace did not answer on {}: {e}", socket.display()),
+    )
+    .with_hint("check that `mem-host serve` is still running, or stop it to use the workspace directly")
+}
+
+fn query_escape(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+impl Remote {
+    fn new(socket: PathBuf) -> MemResult<Self> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| MemError::io("cannot start the async runtime", &e))?;
+        Ok(Self { socket, rt })
+    }
+
+    /// One request; a success's body goes to `sink` (when it streams) or
+    /// is decoded as `T`; a failure's body is the server's error document.
+    fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+        body: Body,
+        on_headers: impl FnOnce(&hyper::HeaderMap) -> MemResult<()>,
+    ) -> MemResult<T> {
+        self.rt.block_on(async {
+            let resp = self.send(method, path, body).await?;
+            on_headers(resp.headers())?;
+            let ok = resp.status().is_success();
+            let bytes = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| unreachable(&self.socket, e))?
+                .to_bytes();
+            if !ok {
+                return Err(error_of(&bytes));
+            }
+            serde_json::from_slice(&bytes)
+                .map_err(|e| MemError::internal(format!("cannot read the server's answer: {e}")))
+        })
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Body,
+    ) -> MemResult<hyper::Response<hyper::body::Incoming>> {
+        let stream = tokio::net::UnixStream::connect(&self.socket)
+            .await
+            .map_err(|e| unreachable(&self.socket, e))?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| unreachable(&self.socket, e))?;
+        tokio::spawn(conn);
+        let req = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "mem-host")
+            .body(body)
+            .map_err(|e| MemError::internal(format!("cannot build the request: {e}")))?;
+        sender
+            .send_request(req)
+            .await
+            .map_err(|e| unreachable(&self.socket, e))
+    }
+
+    fn upload(
+        &self,
+        req: PutFileRequest,
+        reader: &mut (dyn Read + Send),
+    ) -> MemResult<Done<PutFileResult>> {
+        let request = serde_json::to_string(&req)
+            .map_err(|e| MemError::internal(format!("cannot encode the request: {e}")))?;
+        let path = format!("/files?request={}", query_escape(&request));
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(4);
+        let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|c| (c, rx))
+        });
+        let body: Body = BodyExt::boxed(StreamBody::new(stream));
+        // The bytes are read on a thread of their own while this one drives
+        // the request, so a file of any size streams through a small buffer.
+        let answer: MemResult<Answer> = std::thread::scope(|s| {
+            s.spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let frame = match reader.read(&mut buf) {
+                        Ok(0) => return,
+                        Ok(n) => Ok(Frame::data(Bytes::copy_from_slice(&buf[..n]))),
+                        Err(e) => Err(e),
+                    };
+                    let failed = frame.is_err();
+                    if tx.blocking_send(frame).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            self.call("POST", &path, body, |_| Ok(()))
+        });
+        let answer = answer?;
+        Ok(Done {
+            value: serde_json::from_value(answer.value).map_err(|e| {
+                MemError::internal(format!("cannot read the server's answer: {e}"))
+            })?,
+            replayed: answer.replayed,
+        })
+    }
+
+    fn download(&self, target: &str, out: &mut dyn Write) -> MemResult<FileRecord> {
+        self.rt.block_on(async {
+            let path = format!("/files/content?target={}", query_escape(target));
+            let empty: Body = Full::new(Bytes::new()).map_err(|e| match e {}).boxed();
+            let resp = self.send("GET", &path, empty).await?;
+            if !resp.status().is_success() {
+                let bytes = resp
+                    .into_body()
+                    .collect()
+                    .await
+                    .map_err(|e| unreachable(&self.socket, e))?
+                    .to_bytes();
+                return Err(error_of(&bytes));
+            }
+            let record = resp
+                .headers()
+                .get("x-mem-file")
+                .and_then(|v| v.to_str().ok())
+                .map(percent_decode)
+                .ok_or_else(|| MemError::internal("the server sent no file record"))?;
+            let file: FileRecord = serde_json::from_str(&record)
+                .map_err(|e| MemError::internal(format!("cannot read the file record: {e}")))?;
+            let mut body = resp.into_body();
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| unreachable(&self.socket, e))?;
+                if let Some(data) = frame.data_ref() {
+                    out.write_all(data).map_err(|e| write_error(&e))?;
+                }
+            }
+            Ok(file)
+        })
+    }
+}
+
+fn error_of(bytes: &[u8]) -> MemError {
+    serde_json::from_slice::<MemError>(bytes).unwrap_or_else(|_| {
+        MemError::internal(format!(
+            "the server answered with something that is not an error document: {}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+        ))
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len() + 1
+            && let Some(b) = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).to_string()
+}

@@ -1,0 +1,417 @@
+//! The MCP surface: the agent-facing tools and `mem://` resources, over
+//! stdio (`mem-host mcp`) and streamable HTTP (`/mcp` of `mem-host serve`).
+//!
+//! A tool is one service operation ([`tools`]): its arguments are the
+//! operation's request, run through the caller's door like every other
+//! surface. Over stdio the caller is fixed when the server starts (the
+//! owner, or `MEM_TOKEN`'s); over HTTP it is the [`Access`] the auth layer
+//! put into the request's extensions, and a request without one is refused.
+//!
+//! A failed call is a tool result with `isError: true` whose text is the
+//! error document every surface uses, `{code, message, hint, details}`, so
+//! an agent can read it and correct itself; protocol errors are kept for
+//! malformed protocol messages.
+
+mod tools;
+
+use axum::http::request::Parts;
+use mem_core::{ErrorCode, MemError, MemResult};
+use mem_service::Service;
+use mem_service::access::Access;
+use mem_service::door::Caller;
+use mem_service::ops::files::ReadFile;
+use mem_service::ops::memories::GetMemory;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
+    Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::{Arc, OnceLock};
+use std::sync::atomic::AtomicBool;
+use tokio_util::sync::CancellationToken;
+use tools::ToolDef;
+
+/// What the agent is told at `initialize`.
+pub const INSTRUCTIONS: &str = "\
+mem-host is this workspace's long-term memory: files (documents, notes) and \
+memories (small typed statements such as decisions, facts, preferences, \
+constraints) with provenance.
+
+How to work with it:
+1. Before answering or acting on anything that may have history, call \
+mem_context with the question in plain words. It returns a budgeted pack of \
+cited items in lanes (must, should, context, provisional, conflict). Treat \
+`must` items as binding, `conflict` items as unresolved.
+2. Cite what you use: mem://memory/ID for a memory, mem://file/ID#L10-24 for \
+lines of a file (the `citation` field of every item and hit). Read a cited \
+item in full with resources/read or mem_memory_get / mem_get.
+3. An empty or thin pack is a retry signal, not an answer: read its `trace` \
+(`missing` terms, `hidden_by_filter`, `suggestions`), then rephrase, use \
+synonyms, drop filters or widen `scope`, or try mem_search. Say so when \
+memory still has nothing.
+4. To record something new, prefer mem_propose (the workspace's gate decides \
+whether it is stored now or reviewed by a person) over asserting it; use \
+mem_remember for plain observations. Every write takes an `idempotency_key` \
+that you choose and reuse on retries of the same write (never reuse it for \
+different content); a retry returns the first answer.
+5. Writes on an existing memory (mem_feedback, mem_archive, mem_restore, \
+mem_forget) take its current `expected_version` (the memory's \
+`state_version`); on a version_conflict, re-read and retry. mem_forget \
+erases the content for good and needs `confirm: true` and a reason: prefer \
+mem_archive unless the user asked to forget.
+6. Before a consequential action, mem_check it against the workspace's \
+constraints.
+7. A failed call returns {\"code\", \"message\", \"hint\"}: follow the hint.";
+
+/// The MCP handler: one per stdio session or HTTP session.
+#[derive(Clone)]
+pub struct MemMcp {
+    svc: Arc<Service>,
+    /// The caller of a stdio session. `None` over HTTP, where every request
+    /// carries its own access (and a request without one is refused).
+    local: Option<Access>,
+}
+
+impl std::fmt::Debug for MemMcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemMcp")
+            .field("local", &self.local)
+            .finish()
+    }
+}
+
+/// Serves MCP over stdin/stdout as `access` until stdin closes; the
+/// process's worker processes what the session's writes queue.
+pub async fn serve_stdio(svc: Arc<Service>, access: Access) -> Result<(), MemError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let (svc, stop) = (svc.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("mem-worker".into())
+            .spawn(move || svc.run_worker(&stop))
+            .map_err(|e| MemError::io("cannot start the worker", &e))?
+    };
+    let session = async {
+        let running = MemMcp::local(svc.clone(), access)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| MemError::internal(format!("MCP stdio session failed to start: {e}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| MemError::internal(format!("MCP stdio session failed: {e}")))?;
+        Ok::<_, MemError>(())
+    };
+    let result = session.await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    svc.wake_worker();
+    let _ = tokio::task::spawn_blocking(move || worker.join()).await;
+    let flush = svc.clone();
+    tokio::task::spawn_blocking(move || flush.flush())
+        .await
+        .map_err(|e| MemError::internal(e.to_string()))??;
+    result
+}
+
+/// The streamable HTTP MCP service, to mount at `/mcp` behind the auth
+/// layer that puts the caller's [`Access`] into each request's extensions.
+/// Accepts `Host: localhost`, `127.0.0.1` and `::1` on any port (rmcp's
+/// DNS-rebinding guard).
+pub fn http_service(
+    svc: Arc<Service>,
+    cancel: CancellationToken,
+) -> StreamableHttpService<MemMcp, LocalSessionManager> {
+    let handler = MemMcp::remote(svc);
+    StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_cancellation_token(cancel),
+    )
+}
+
+/// The error document of every surface, as an agent reads it.
+pub fn error_json(e: &MemError) -> Value {
+    serde_json::to_value(e).unwrap_or_else(|_| serde_json::json!({ "code": e.code }))
+}
+
+/// A failure as a tool result (`isError: true`), not a protocol error.
+pub fn tool_error(e: &MemError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(error_json(e).to_string())])
+}
+
+/// A successful tool result: the JSON as text, and as structured content
+/// when it is an object.
+fn tool_ok(value: Value) -> CallToolResult {
+    match value {
+        v @ Value::Object(_) => CallToolResult::structured(v),
+        v => CallToolResult::success(vec![ContentBlock::text(v.to_string())]),
+    }
+}
+
+/// A failure as a protocol error (resources have no error result).
+fn protocol_error(e: &MemError) -> ErrorData {
+    let data = Some(error_json(e));
+    match e.code {
+        ErrorCode::NotFound => ErrorData::resource_not_found(e.message.clone(), data),
+        ErrorCode::Internal | ErrorCode::Io | ErrorCode::StoreCorrupt => {
+            ErrorData::internal_error(e.message.clone(), data)
+        }
+        _ => ErrorData::invalid_params(e.message.clone(), data),
+    }
+}
+
+fn unauthenticated() -> MemError {
+    MemError::new(
+        ErrorCode::Unauthorized,
+        "this MCP request carries no authenticated caller",
+    )
+    .with_hint("send `Authorization: Bearer <token>` (create one with `mem-host token create`)")
+}
+
+/// The tools with their schemas, built once per process (the workspace's
+/// types are fixed while it runs).
+fn listed(svc: &Service) -> &'static (Vec<ToolDef>, Vec<Tool>) {
+    static TOOLS: OnceLock<(Vec<ToolDef>, Vec<Tool>)> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let config = svc.config();
+        let defs = tools::tools();
+        let listed = defs
+            .iter()
+            .map(|d| {
+                let mut schema = d.op.request_schema(&config);
+                if let Some(o) = schema.as_object_mut() {
+                    o.remove("$schema");
+                }
+                let object: JsonObject = match schema {
+                    Value::Object(o) => o,
+                    _ => JsonObject::new(),
+                };
+                Tool::new(d.name, d.description, Arc::new(object)).with_annotations(
+                    ToolAnnotations::new()
+                        .read_only(d.read_only)
+                        .destructive(d.destructive),
+                )
+            })
+            .collect();
+        (defs, listed)
+    })
+}
+
+impl MemMcp {
+    /// A stdio session acting as `access`.
+    pub fn local(svc: Arc<Service>, access: Access) -> Self {
+        Self {
+            svc,
+            local: Some(access),
+        }
+    }
+
+    /// An HTTP session: each request's access comes from its extensions.
+    pub fn remote(svc: Arc<Service>) -> Self {
+        Self { svc, local: None }
+    }
+
+    /// The caller of one request.
+    fn access_of(&self, ext: &Extensions) -> MemResult<Access> {
+        if let Some(parts) = ext.get::<Parts>() {
+            // An HTTP request: only what the auth layer established counts.
+            return parts
+                .extensions
+                .get::<Access>()
+                .cloned()
+                .ok_or_else(unauthenticated);
+        }
+        self.local.clone().ok_or_else(unauthenticated)
+    }
+
+    /// Runs `f` as the request's caller on the blocking pool.
+    async fn with_caller<T, F>(&self, ext: &Extensions, f: F) -> MemResult<T>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(Caller<'a>) -> MemResult<T> + Send + 'static,
+    {
+        let access = self.access_of(ext)?;
+        let svc = Arc::clone(&self.svc);
+        tokio::task::spawn_blocking(move || f(svc.caller(&access)))
+            .await
+            .map_err(|e| MemError::internal(format!("the request's worker failed: {e}")))?
+    }
+
+    /// Runs the tool `name` with `args`.
+    async fn call(&self, name: &str, ext: &Extensions, args: JsonObject) -> CallToolResult {
+        let (defs, _) = listed(&self.svc);
+        let Some(def) = defs.iter().find(|d| d.name == name).copied() else {
+            return tool_error(
+                &MemError::new(ErrorCode::NotFound, format!("no tool {name:?}"))
+                    .with_hint("list the tools with tools/list"),
+            );
+        };
+        let result = self
+            .with_caller(ext, move |c| def.op.run_json(&c, Value::Object(args)))
+            .await;
+        match result {
+            Ok(done) => tool_ok(done.value),
+            Err(e) => tool_error(&e),
+        }
+    }
+}
+
+/// A `mem://` resource: a memory or a file.
+#[derive(Debug, PartialEq)]
+enum MemUri<'a> {
+    Memory(&'a str),
+    File(&'a str),
+}
+
+fn parse_uri(uri: &str) -> MemResult<MemUri<'_>> {
+    // A file citation carries a line range (`#L10-24`); the resource is the file.
+    let base = uri.split('#').next().unwrap_or(uri).trim();
+    let bad = || {
+        MemError::bad_request(format!("unknown resource {uri:?}"))
+            .with_hint("resources are mem://memory/ID and mem://file/ID")
+    };
+    let (what, id) = base
+        .strip_prefix("mem://")
+        .and_then(|rest| rest.split_once('/'))
+        .ok_or_else(bad)?;
+    if id.is_empty() || id.contains('/') {
+        return Err(bad());
+    }
+    match what {
+        "memory" => Ok(MemUri::Memory(id)),
+        "file" => Ok(MemUri::File(id)),
+        _ => Err(bad()),
+    }
+}
+
+/// Recent memories listed as resources.
+const LISTED_RESOURCES: usize = 50;
+
+fn pretty<T: Serialize>(v: &T) -> MemResult<String> {
+    serde_json::to_string_pretty(v).map_err(|e| MemError::internal(format!("cannot encode: {e}")))
+}
+
+impl ServerHandler for MemMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_instructions(INSTRUCTIONS)
+        .with_server_info(Implementation::new("mem-host", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(listed(&self.svc).1.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        listed(&self.svc).1.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        Ok(self
+            .call(&request.name, &context.extensions, args)
+            .await
+            .into())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new("mem://memory/{id}", "memory")
+                .with_description("A memory as JSON (content, kind, path, provenance, versions).")
+                .with_mime_type("application/json"),
+            ResourceTemplate::new("mem://file/{id}", "file")
+                .with_description("A file's text content (citations may add #Lx-y).")
+                .with_mime_type("text/plain"),
+        ]))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let page = self
+            .with_caller(&context.extensions, |c| {
+                c.run(mem_service::ListMemories {
+                    limit: Some(LISTED_RESOURCES),
+                    ..Default::default()
+                })
+            })
+            .await;
+        // Listing is a convenience: a caller without the read scope sees none.
+        let items = match page {
+            Ok(p) => p.value.items,
+            Err(e) if e.code == ErrorCode::Forbidden => Vec::new(),
+            Err(e) => return Err(protocol_error(&e)),
+        };
+        let resources = items
+            .into_iter()
+            .map(|m| {
+                let text = m.content.as_deref().unwrap_or("");
+                let name: String = text.chars().take(80).collect();
+                Resource::new(format!("mem://memory/{}", m.id), name)
+                    .with_description(format!("{} in {}", m.kind, m.path.as_str()))
+                    .with_mime_type("application/json")
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.clone();
+        let text = self
+            .with_caller(&context.extensions, move |c| match parse_uri(&request.uri)? {
+                MemUri::Memory(id) => pretty(&c.run(GetMemory { id: id.into() })?.value),
+                MemUri::File(id) => {
+                    let read = c
+                        .run(ReadFile {
+                            target: id.into(),
+                            max_chars: None,
+                        })?
+                        .value;
+                    read.content.ok_or_else(|| {
+                        MemError::bad_request(format!(
+                            "{} is binary ({}); it has no text to read",
+                            read.file.path, read.file.mime
+                        ))
+                        .with_hint("search it with mem_search instead")
+                    })
+                }
+            })
+            .await
+            .map_err(|e| protocol_error(&e))?;
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri)]).into())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,174 @@
+//! The agent's tools: each is one service operation with the description
+//! an agent reads. The input schema is the operation's own request schema
+//! (tailored to the workspace), so it requires exactly what the server
+//! requires. Review, write policy, tokens, audit and plugins are not here.
+
+use mem_service::door::{OpEntry, entry};
+use mem_service::ops::{files, memories, recall};
+use mem_service::{check, recall as rc};
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ToolDef {
+    pub name: &'static str,
+    pub op: OpEntry,
+    pub description: &'static str,
+    pub read_only: bool,
+    pub destructive: bool,
+}
+
+fn tool(name: &'static str, op: OpEntry, description: &'static str) -> ToolDef {
+    ToolDef {
+        name,
+        op,
+        description,
+        read_only: false,
+        destructive: false,
+    }
+}
+
+impl ToolDef {
+    fn reads(mut self) -> Self {
+        self.read_only = true;
+        self
+    }
+    fn destroys(mut self) -> Self {
+        self.destructive = true;
+        self
+    }
+}
+
+pub(crate) fn tools() -> Vec<ToolDef> {
+    vec![
+        tool(
+            "mem_put",
+            entry::<files::PutFileRequest>(),
+            "Store a file in the workspace (notes, documents, transcripts, or binary files as \
+             content_base64). `path` is the full virtual path including the file name (e.g. \
+             /notes/deploy.md); folders are created as needed. An existing path is an error \
+             unless `replace` is true (the file keeps its id). The file is processed and indexed \
+             before the answer (unless `wait` is false), so mem_search finds it at once. Returns \
+             the file record; cite it as mem://file/ID.",
+        ),
+        tool(
+            "mem_get",
+            entry::<files::ReadFile>(),
+            "Read a file: its record (id, path, mime, size, tags, index status) and its text \
+             content. `target` is a file id (file_...) or the full path. Content longer than \
+             `max_chars` (default 200000) is cut and `truncated` is set; binary files return no text.",
+        )
+        .reads(),
+        tool(
+            "mem_list",
+            entry::<files::ListFolder>(),
+            "List a folder: its subfolders and files (with ids, sizes, tags). `path` defaults to \
+             the root `/`.",
+        )
+        .reads(),
+        tool(
+            "mem_search",
+            entry::<rc::SearchQuery>(),
+            "Search files and memories (lexical and, when a model is installed, semantic). \
+             Returns ranked hits with ids, citations (mem://memory/ID, mem://file/ID#Lx-y), \
+             scores and matched terms. Filter by `kinds`, `path`, `tags`, `since`/`until`, \
+             `lifecycle`, `source` (memory|file|all). A period named in the query (\"in May \
+             2023\", \"last week\") ranks hits from then higher without filtering the rest. \
+             Prefer mem_context to gather evidence for an answer; use mem_search to look things \
+             up or explore.",
+        )
+        .reads(),
+        tool(
+            "mem_context",
+            entry::<rc::ContextRequest>(),
+            "Get a context pack for a question or task: the evidence to answer from, selected, \
+             gated and packed under a character budget (`max_chars`), in lanes: `must` (binding: \
+             constraints, pinned), `should` (guidance), `context`, `provisional` (low confidence), \
+             `conflict` (contradicting items). Every item has a `citation` to quote. `missing` \
+             lists query terms nothing covered and `trace` explains selection: when the pack is \
+             empty or thin, rephrase or widen (drop `kinds`/`scope`) and call again. Call this \
+             first, before answering from memory.",
+        )
+        .reads(),
+        tool(
+            "mem_remember",
+            entry::<mem_service::RememberRequest>(),
+            "Remember one small statement as a memory. `kind` is a memory type (see mem_types: \
+             e.g. fact, decision, preference, observation, task_state), `path` the folder it \
+             belongs to (e.g. /ops), `content` the statement in one or two self-contained \
+             sentences. `idempotency_key` is required: choose a unique key per statement and \
+             reuse it when retrying the same write. Add provenance (`source_type`, `source_ref`, \
+             `agent_id`, `session_id`, `task_id`, `event_at`) when known. The workspace's write \
+             policy may queue the write for review: then `memory` is absent and `proposal` says \
+             so. For a change to what is already known, use mem_propose.",
+        ),
+        tool(
+            "mem_memory_get",
+            entry::<memories::GetMemory>(),
+            "Get one memory by id (mem_...): content, kind, path, lifecycle, state_version (the \
+             expected_version for writes), confidence, feedback, provenance and relations.",
+        )
+        .reads(),
+        tool(
+            "mem_memory_list",
+            entry::<mem_service::ListMemories>(),
+            "List memories, filtered by folder `path`, `kind` and `lifecycle` (active by default; \
+             archived, superseded, forgotten or all). Paged: pass `next_cursor` back as `cursor` \
+             to continue.",
+        )
+        .reads(),
+        tool(
+            "mem_feedback",
+            entry::<memories::Feedback>(),
+            "Give feedback on a memory you used: `useful` or `not_useful` (adjusts its ranking and \
+             confidence), `pin` or `unpin` (pinned memories are always packed). Needs the \
+             memory's current state_version as `expected_version`; an `idempotency_key` makes a \
+             retry safe (it returns the first answer).",
+        ),
+        tool(
+            "mem_archive",
+            entry::<memories::Archive>(),
+            "Archive a memory that is no longer current: it leaves recall but is kept and can be \
+             restored. Needs the memory's current state_version as `expected_version`; an \
+             `idempotency_key` makes a retry safe.",
+        ),
+        tool(
+            "mem_restore",
+            entry::<memories::Restore>(),
+            "Restore an archived memory to active. Needs the memory's current state_version as \
+             `expected_version`; an `idempotency_key` makes a retry safe.",
+        ),
+        tool(
+            "mem_forget",
+            entry::<memories::Forget>(),
+            "Forget a memory for good: its content is erased and cannot be restored (a tombstone \
+             and the reason stay in the audit log). Only when the user asks to forget something; \
+             otherwise use mem_archive. Requires `confirm: true`, a `reason`, and the memory's \
+             current state_version as `expected_version`.",
+        )
+        .destroys(),
+        tool(
+            "mem_propose",
+            entry::<mem_service::ProposalRequest>(),
+            "Propose a change to memory through the workspace's gate instead of asserting it: \
+             `op` create (a new memory in `memory`), replace (one target with `memory`), remove \
+             (one target, `reason` required) or consolidate (two or more targets into `memory`). \
+             Attach `evidence` (citations) and an `idempotency_key`. The gate auto-approves or \
+             queues it for a person to review; the outcome says which.",
+        ),
+        tool(
+            "mem_types",
+            entry::<recall::Types>(),
+            "List the memory types (kinds) this workspace accepts, with their roles, descriptions \
+             and fields. Use before mem_remember/mem_propose when unsure which kind fits.",
+        )
+        .reads(),
+        tool(
+            "mem_check",
+            entry::<check::CheckRequest>(),
+            "Check an intended action against the workspace's constraints before doing it: `text` \
+             describes the action, `context` where it happens, `path` limits to constraints \
+             scoped there. Returns status ALLOW, BLOCK (with the constraints that block it, \
+             cited) or NEEDS_REVIEW.",
+        )
+        .reads(),
+    ]
+}

@@ -1,0 +1,212 @@
+//! Routes whose body or answer is raw bytes: file uploads and downloads
+//! stream (bounded memory, whatever the size), documents travel as text.
+//! They reach the same operations as every other surface.
+
+use super::table::{Kind, Route};
+use super::{answer, call, params, path_params, request_args};
+use crate::AppState;
+use crate::error::ApiError;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::RawPathParamsRejection;
+use axum::extract::{RawPathParams, State};
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
+use axum::response::IntoResponse;
+use axum::routing::{MethodRouter, get, post};
+use axum::Extension;
+use futures_util::StreamExt;
+use mem_core::MemError;
+use mem_service::access::Access;
+use mem_service::door::Done;
+use mem_service::ops::admin::{ExportDocument, ImportDocument};
+use mem_service::ops::files::PutFileRequest;
+use serde_json::Value;
+use std::io::Read;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Bytes a download reads ahead of the client.
+const CHUNK: usize = 64 * 1024;
+
+/// An upload: the body streams into the operation, at most `limit` bytes.
+pub(super) fn upload_route(route: Route) -> MethodRouter<AppState> {
+    let types = Arc::new(params::param_types(&route.op));
+    post(
+        move |State(st): State<AppState>,
+              Extension(access): Extension<Access>,
+              p: Result<RawPathParams, RawPathParamsRejection>,
+              uri: Uri,
+              headers: HeaderMap,
+              body: Body| {
+            let types = types.clone();
+            async move {
+                let run = async {
+                    let args = request_args(&route, &types, path_params(p)?, &uri, &headers, &[])?;
+                    let limit = st.opts.file_body_limit;
+                    let over = Arc::new(AtomicBool::new(false));
+                    let stream = limited(body, limit, over.clone());
+                    let done = match route.kind {
+                        Kind::DocumentIn => {
+                            let bytes = collect(stream).await;
+                            if over.load(Ordering::SeqCst) {
+                                return Err(super::too_large(true));
+                            }
+                            let bytes = bytes.map_err(|e| {
+                                ApiError(MemError::bad_request(format!("cannot read the body: {e}")))
+                            })?;
+                            let results = call(&st, access, move |c| {
+                                let req: ImportDocument = c.decode(Value::Object(args))?;
+                                c.import_document(req, &bytes)
+                            })
+                            .await?;
+                            Done {
+                                value: serde_json::to_value(results)
+                                    .map_err(|e| MemError::internal(e.to_string()))?,
+                                replayed: false,
+                            }
+                        }
+                        _ => {
+                            let reader = tokio_util::io::StreamReader::new(stream);
+                            let result = call(&st, access, move |c| {
+                                let req: PutFileRequest = c.decode(Value::Object(args))?;
+                                let mut sync = tokio_util::io::SyncIoBridge::new(reader);
+                                c.put_stream(req, &mut sync)
+                            })
+                            .await;
+                            if over.load(Ordering::SeqCst) {
+                                return Err(super::too_large(true));
+                            }
+                            let done = result?;
+                            Done {
+                                value: serde_json::to_value(done.value)
+                                    .map_err(|e| MemError::internal(e.to_string()))?,
+                                replayed: done.replayed,
+                            }
+                        }
+                    };
+                    Ok::<_, ApiError>(answer(&route, done))
+                };
+                run.await.unwrap_or_else(IntoResponse::into_response)
+            }
+        },
+    )
+}
+
+type ByteStream = futures_util::stream::BoxStream<'static, Result<Bytes, std::io::Error>>;
+
+/// The body as a stream that fails once it passes `limit` bytes (and says
+/// so through `over`).
+fn limited(body: Body, limit: usize, over: Arc<AtomicBool>) -> ByteStream {
+    let mut seen = 0usize;
+    body.into_data_stream()
+        .map(move |chunk| {
+            let chunk = chunk.map_err(std::io::Error::other)?;
+            seen += chunk.len();
+            if seen > limit {
+                over.store(true, Ordering::SeqCst);
+                return Err(std::io::Error::other("the body is larger than the upload limit"));
+            }
+            Ok(chunk)
+        })
+        .boxed()
+}
+
+async fn collect(mut stream: ByteStream) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        out.extend_from_slice(&chunk?);
+    }
+    Ok(out)
+}
+
+/// A file's bytes, streamed from the store as the client reads them.
+pub(super) fn download_route(_route: Route) -> MethodRouter<AppState> {
+    get(
+        |State(st): State<AppState>,
+         Extension(access): Extension<Access>,
+         p: Result<RawPathParams, RawPathParamsRejection>| async move {
+            let run = async {
+                let target = path_params(p)?
+                    .into_iter()
+                    .find(|(k, _)| k == "target")
+                    .map(|(_, v)| v)
+                    .unwrap_or_default();
+                let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+                let (file, reader) = call(&st, access, move |c| c.open_file(&target)).await?;
+                tokio::task::spawn_blocking(move || pump(reader, tx));
+                let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+                    rx.recv().await.map(|chunk| (chunk, rx))
+                });
+                let mut resp = Body::from_stream(stream).into_response();
+                let h = resp.headers_mut();
+                h.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_str(&file.mime)
+                        .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+                );
+                h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.size));
+                if let Ok(v) = HeaderValue::from_str(&file.sha256) {
+                    h.insert("x-content-sha256", v);
+                }
+                Ok::<_, ApiError>(resp)
+            };
+            run.await.unwrap_or_else(IntoResponse::into_response)
+        },
+    )
+}
+
+/// Reads a blob into the response channel until it ends or the client
+/// goes away.
+fn pump(
+    mut reader: Box<dyn Read + Send>,
+    tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+) {
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                if tx
+                    .blocking_send(Ok(Bytes::copy_from_slice(&buf[..n])))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Err(e) => {
+                let _ = tx.blocking_send(Err(e));
+                return;
+            }
+        }
+    }
+}
+
+/// An exported document as text.
+pub(super) fn export_route(route: Route) -> MethodRouter<AppState> {
+    let types = Arc::new(params::param_types(&route.op));
+    get(
+        move |State(st): State<AppState>,
+              Extension(access): Extension<Access>,
+              uri: Uri,
+              headers: HeaderMap| {
+            let types = types.clone();
+            async move {
+                let run = async {
+                    let args = request_args(&route, &types, Vec::new(), &uri, &headers, &[])?;
+                    let doc = call(&st, access, move |c| {
+                        let req: ExportDocument = c.decode(Value::Object(args))?;
+                        c.run(req)
+                    })
+                    .await?
+                    .value;
+                    let mime = if doc.name.to_ascii_lowercase().ends_with(".md") {
+                        "text/markdown; charset=utf-8"
+                    } else {
+                        "text/plain; charset=utf-8"
+                    };
+                    Ok::<_, ApiError>(([(header::CONTENT_TYPE, mime)], doc.content).into_response())
+                };
+                run.await.unwrap_or_else(IntoResponse::into_response)
+            }
+        },
+    )
+}

@@ -1,0 +1,170 @@
+//! Turning a surface's JSON (a REST body, MCP tool arguments, a CLI's
+//! request over the socket) into an operation's request type, with one
+//! error shape for every surface. The JSON is first checked against the
+//! operation's own published schema (tailored to the workspace), so the
+//! schema a client validates against is exactly what the door enforces.
+
+use super::{Caller, Operation};
+use crate::Service;
+use mem_core::{ErrorCode, MemError, MemResult};
+use parking_lot::Mutex;
+use schemars::generate::SchemaSettings;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Compiled request schemas, per operation, for one workspace's settings.
+#[derive(Default)]
+pub(crate) struct Shapes {
+    validators: Mutex<HashMap<&'static str, Arc<jsonschema::Validator>>>,
+}
+
+impl std::fmt::Debug for Shapes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Shapes")
+    }
+}
+
+/// The request schema of `O`, inlined and tailored: what surfaces publish.
+pub fn request_schema<O: schemars::JsonSchema>(config: &crate::WorkspaceConfig) -> Value {
+    let mut g = SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator();
+    let mut schema = g.root_schema_for::<O>().to_value();
+    crate::ops::fields::tailor(&mut schema, config);
+    schema
+}
+
+impl Service {
+    fn validator<O: Operation>(&self) -> MemResult<Arc<jsonschema::Validator>> {
+        if let Some(v) = self.shapes.validators.lock().get(O::NAME) {
+            return Ok(v.clone());
+        }
+        let schema = request_schema::<O>(&self.config());
+        let v = jsonschema::options()
+            .should_validate_formats(true)
+            .build(&schema)
+            .map_err(|e| {
+                MemError::internal(format!("the schema of {} does not compile: {e}", O::NAME))
+            })?;
+        let v = Arc::new(v);
+        self.shapes.validators.lock().insert(O::NAME, v.clone());
+        Ok(v)
+    }
+}
+
+impl Caller<'_> {
+    /// `args` as the request of `O`, checked against its schema first.
+    pub fn decode<O: Operation>(&self, mut args: Value) -> MemResult<O> {
+        whole_numbers(&mut args);
+        let validator = self.svc.validator::<O>()?;
+        if let Some(e) = validator.iter_errors(&args).next() {
+            return Err(shape_error(O::NAME, &e));
+        }
+        decode_args(O::NAME, args)
+    }
+}
+
+/// The first way `args` breaks the schema, as the error a client acts on.
+fn shape_error(operation: &str, e: &jsonschema::ValidationError<'_>) -> MemError {
+    let field = e.instance_path.to_string();
+    let keyword = e
+        .schema_path
+        .to_string()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let missing_confirm = matches!(&e.kind, jsonschema::error::ValidationErrorKind::Required { property } if property == "confirm");
+    if field == "/confirm" || missing_confirm {
+        return MemError::new(
+            ErrorCode::ConfirmationRequired,
+            format!("{operation} erases content for good and needs confirm: true"),
+        )
+        .with_hint("send confirm: true if you mean it (and a reason)")
+        .with_details(serde_json::json!({ "operation": operation, "field": "confirm" }));
+    }
+    let at = if field.is_empty() {
+        "the request".to_string()
+    } else {
+        field.clone()
+    };
+    MemError::bad_request(format!("invalid request for {operation}: {at}: {e}"))
+        .with_hint(format!(
+            "correct {at}; {operation}'s schema is in /v1/openapi.json and the MCP tool's input schema"
+        ))
+        .with_details(serde_json::json!({
+            "operation": operation,
+            "field": field,
+            "rule": keyword,
+        }))
+}
+
+/// Decodes `args` as `T`. A whole number written as a float (`2.0`) is an
+/// integer, as JSON Schema counts it, so it is accepted where an integer
+/// is expected.
+pub fn decode_args<T: DeserializeOwned>(operation: &str, mut args: Value) -> MemResult<T> {
+    whole_numbers(&mut args);
+    serde_json::from_value(args).map_err(|e| {
+        MemError::bad_request(format!("invalid request for {operation}: {e}"))
+            .with_hint(format!(
+                "send the fields {operation} documents (its JSON Schema in /v1/openapi.json, or the MCP tool's input schema)"
+            ))
+            .with_details(serde_json::json!({ "operation": operation }))
+    })
+}
+
+/// Rewrites floats without a fraction (`2.0`) as integers, everywhere in
+/// `v`; a float field still accepts the integer.
+fn whole_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.is_finite()
+            {
+                if f >= 0.0 && f < u64::MAX as f64 {
+                    *v = Value::from(f as u64);
+                } else if f < 0.0 && f >= i64::MIN as f64 {
+                    *v = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(whole_numbers),
+        Value::Object(o) => o.values_mut().for_each(whole_numbers),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mem_core::ErrorCode;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Req {
+        n: u64,
+        f: f64,
+        #[serde(default)]
+        neg: Option<i64>,
+    }
+
+    #[test]
+    fn whole_floats_are_integers_and_fractions_are_not() {
+        let r: Req =
+            decode_args("t", serde_json::json!({"n": 2.0, "f": 3, "neg": -4.0})).unwrap();
+        assert_eq!((r.n, r.f, r.neg), (2, 3.0, Some(-4)));
+        let e = decode_args::<Req>("t", serde_json::json!({"n": 2.5, "f": 1})).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadRequest);
+        assert!(!e.hint.is_empty());
+    }
+
+    #[test]
+    fn unknown_fields_name_the_field() {
+        let e = decode_args::<Req>("t", serde_json::json!({"n": 1, "f": 1, "zz": 1})).unwrap_err();
+        assert!(e.message.contains("zz"), "{}", e.message);
+    }
+}

@@ -1,0 +1,162 @@
+//! Every operation by name, for the surfaces that dispatch dynamically
+//! (the CLI's socket to a running server, MCP tools) and for the tests
+//! that check each surface reaches each operation.
+
+use super::{Caller, Done, Operation, Replay};
+use crate::access::Scope;
+use crate::ops::{admin, files, govern, memories, recall};
+use mem_core::{MemError, MemResult};
+use schemars::{Schema, SchemaGenerator};
+use serde_json::Value;
+use std::sync::LazyLock;
+
+type RunJson = fn(&Caller<'_>, Value) -> MemResult<Done<Value>>;
+type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+/// One operation, typed away: its name, scope and JSON entry point.
+#[derive(Debug, Clone, Copy)]
+pub struct OpEntry {
+    pub name: &'static str,
+    pub scope: Scope,
+    pub replay: Replay,
+    run: RunJson,
+    input: SchemaFn,
+    input_root: SchemaFn,
+    request: fn(&crate::WorkspaceConfig) -> Value,
+    output: SchemaFn,
+}
+
+impl OpEntry {
+    /// Decodes `args` as the operation's request and runs it.
+    pub fn run_json(&self, c: &Caller<'_>, args: Value) -> MemResult<Done<Value>> {
+        (self.run)(c, args)
+    }
+
+    /// The request's schema, as a reference into `g`'s definitions.
+    pub fn input_schema(&self, g: &mut SchemaGenerator) -> Schema {
+        (self.input)(g)
+    }
+
+    /// The request's schema as a document of its own (an MCP tool's input
+    /// schema; with `inline_subschemas`, one self-contained object).
+    pub fn input_root(&self, g: &mut SchemaGenerator) -> Schema {
+        (self.input_root)(g)
+    }
+
+    /// The request's schema as the door enforces it: inlined, tailored to
+    /// the workspace (what every surface publishes).
+    pub fn request_schema(&self, config: &crate::WorkspaceConfig) -> Value {
+        (self.request)(config)
+    }
+
+    pub fn output_schema(&self, g: &mut SchemaGenerator) -> Schema {
+        (self.output)(g)
+    }
+
+    /// True when the request carries an `idempotency_key` field.
+    pub fn takes_key(&self) -> bool {
+        let mut g = schemars::generate::SchemaSettings::draft2020_12()
+            .with(|s| s.inline_subschemas = true)
+            .into_generator();
+        self.input_root(&mut g)
+            .get("properties")
+            .and_then(|p| p.get("idempotency_key"))
+            .is_some()
+    }
+}
+
+fn run_json<O: Operation>(c: &Caller<'_>, args: Value) -> MemResult<Done<Value>> {
+    let op: O = c.decode(args)?;
+    let done = c.run(op)?;
+    let value = serde_json::to_value(&done.value)
+        .map_err(|e| MemError::internal(format!("cannot encode the answer: {e}")))?;
+    Ok(Done {
+        value,
+        replayed: done.replayed,
+    })
+}
+
+fn schema_of<T: schemars::JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+    g.subschema_for::<T>()
+}
+
+fn root_of<T: schemars::JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+    g.root_schema_for::<T>()
+}
+
+/// The entry of operation `O` (surfaces build their tables from these).
+pub fn entry<O: Operation>() -> OpEntry {
+    OpEntry {
+        name: O::NAME,
+        scope: O::SCOPE,
+        replay: O::REPLAY,
+        run: run_json::<O>,
+        input: schema_of::<O>,
+        input_root: root_of::<O>,
+        request: super::request_schema::<O>,
+        output: schema_of::<O::Output>,
+    }
+}
+
+static REGISTRY: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
+    vec![
+        entry::<files::PutFileRequest>(),
+        entry::<files::FileInfo>(),
+        entry::<files::ReadFile>(),
+        entry::<files::ListFolder>(),
+        entry::<files::Mkdir>(),
+        entry::<files::Move>(),
+        entry::<files::Remove>(),
+        entry::<crate::RememberRequest>(),
+        entry::<memories::RememberBatch>(),
+        entry::<memories::GetMemory>(),
+        entry::<crate::ListMemories>(),
+        entry::<memories::Feedback>(),
+        entry::<memories::Archive>(),
+        entry::<memories::Restore>(),
+        entry::<memories::Forget>(),
+        entry::<crate::ProposalRequest>(),
+        entry::<govern::GetProposal>(),
+        entry::<govern::ReviewList>(),
+        entry::<govern::ReviewShow>(),
+        entry::<govern::ReviewApprove>(),
+        entry::<govern::ReviewReject>(),
+        entry::<crate::AuditQuery>(),
+        entry::<govern::AuditShow>(),
+        entry::<govern::AuditVerify>(),
+        entry::<govern::Budgets>(),
+        entry::<govern::Lint>(),
+        entry::<govern::Rebuild>(),
+        entry::<crate::recall::SearchQuery>(),
+        entry::<crate::recall::ContextRequest>(),
+        entry::<crate::check::CheckRequest>(),
+        entry::<recall::Types>(),
+        entry::<recall::Status>(),
+        entry::<admin::PluginList>(),
+        entry::<admin::PluginInspect>(),
+        entry::<admin::PluginInstall>(),
+        entry::<admin::PluginGrant>(),
+        entry::<admin::PluginRevoke>(),
+        entry::<admin::PluginRemove>(),
+        entry::<admin::TokenList>(),
+        entry::<crate::tokens::TokenRequest>(),
+        entry::<admin::TokenRevoke>(),
+        entry::<admin::Reindex>(),
+        entry::<admin::Reprocess>(),
+        entry::<admin::ImportDocument>(),
+        entry::<admin::ExportDocument>(),
+    ]
+});
+
+/// Every operation.
+pub fn registry() -> &'static [OpEntry] {
+    &REGISTRY
+}
+
+/// The operation called `name`.
+pub fn find(name: &str) -> MemResult<&'static OpEntry> {
+    registry().iter().find(|e| e.name == name).ok_or_else(|| {
+        MemError::new(mem_core::ErrorCode::NotFound, format!("no operation {name:?}"))
+            .with_hint("the client and the server are different versions of mem-host; use the same binary")
+    })
+}

@@ -1,0 +1,437 @@
+//! File and folder operations.
+
+use super::{fields, yes};
+use crate::access::Scope;
+use crate::door::{Caller, Done, Operation, Replay};
+use crate::files::PutFile;
+use crate::{Entry, Listing, MkdirResult, MoveResult, PutFileResult, RemoveResult};
+use mem_core::model::FileRecord;
+use mem_core::{ErrorCode, MemError, MemResult, VPath};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::io::Read;
+
+/// `files.put`: store a file. Over JSON (MCP) the content is inline, as
+/// text or base64; a raw upload (REST, the CLI) streams it instead
+/// ([`Caller::put_stream`]) and leaves both absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutFileRequest {
+    /// Full virtual path of the file, folder and name, e.g. `/notes/deploy.md`.
+    #[schemars(schema_with = "fields::file_path")]
+    pub path: String,
+    /// The content as UTF-8 text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The content as base64 (binary files), instead of `content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "fields::opt_base64")]
+    pub content_base64: Option<String>,
+    /// Tags to attach.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "fields::tags")]
+    pub tags: Vec<String>,
+    /// Replace the content of an existing file at `path` (it keeps its id);
+    /// without it an existing path is `already_exists`.
+    #[serde(default)]
+    pub replace: bool,
+    /// Answer once the processor plugins have run on the file (default),
+    /// or at once, leaving `index_status` pending for the worker.
+    #[serde(default = "yes")]
+    pub wait: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "fields::opt_key")]
+    pub idempotency_key: Option<String>,
+}
+
+impl Operation for PutFileRequest {
+    const NAME: &'static str = "files.put";
+    const SCOPE: Scope = Scope::Write;
+    const REPLAY: Replay = Replay::None; // replayed by `put_stream` once the content is hashed
+    type Output = PutFileResult;
+
+    fn run(mut self, c: &Caller<'_>) -> MemResult<PutFileResult> {
+        let bytes = match (self.content.take(), self.content_base64.take()) {
+            (Some(text), None) => text.into_bytes(),
+            (None, Some(b64)) => fields::decode_base64("content_base64", &b64)?,
+            (None, None) => {
+                return Err(MemError::bad_request("the file has no content")
+                    .with_hint("send `content` (text) or `content_base64` (binary)"));
+            }
+            (Some(_), Some(_)) => {
+                return Err(MemError::bad_request(
+                    "content and content_base64 are both given",
+                )
+                .with_hint("send one of them"));
+            }
+        };
+        Ok(c.put_stream(self, &mut &bytes[..])?.value)
+    }
+}
+
+/// What a put stores, once its content is in the blob store: the request
+/// and its content's hash are what a replay is matched on.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PutStaged {
+    request: PutFileRequest,
+    sha256: String,
+    size: u64,
+    mime: String,
+    deduplicated: bool,
+}
+
+impl Operation for PutStaged {
+    const NAME: &'static str = "files.put";
+    const SCOPE: Scope = Scope::Write;
+    const REPLAY: Replay = Replay::Kept;
+    type Output = PutFileResult;
+
+    fn idempotency_key(&self) -> Option<&str> {
+        self.request.idempotency_key.as_deref()
+    }
+
+    fn run(self, c: &Caller<'_>) -> MemResult<PutFileResult> {
+        let path = VPath::parse(&self.request.path)?;
+        let mut out = c.svc.put_file(PutFile {
+            path,
+            content: crate::content::Staged {
+                sha256: self.sha256,
+                size: self.size,
+                mime: self.mime,
+                deduplicated: self.deduplicated,
+            },
+            tags: self.request.tags,
+            replace: self.request.replace,
+        })?;
+        if self.request.wait {
+            // A processing failure is kept on the file (its index_status),
+            // not the put's: the content is stored either way.
+            if let Err(e) = c.svc.process_now(&out.file.id) {
+                tracing::warn!(file = %out.file.id, error = %e.message, "processing failed");
+            }
+            out.file = c.svc.file_info(&out.file.id)?;
+        }
+        Ok(out)
+    }
+}
+
+impl Caller<'_> {
+    /// Stores a file whose content `reader` streams (bounded memory, the
+    /// size limit enforced as it arrives). `req` carries no inline content.
+    pub fn put_stream(
+        &self,
+        req: PutFileRequest,
+        reader: &mut dyn Read,
+    ) -> MemResult<Done<PutFileResult>> {
+        self.require(Scope::Write)?;
+        let path = VPath::parse(&req.path)?;
+        self.access.may_write_at(&path)?;
+        if req.content.is_some() || req.content_base64.is_some() {
+            return Err(MemError::bad_request(
+                "a streamed upload carries its content in the body",
+            )
+            .with_hint("leave content and content_base64 out"));
+        }
+        if path.is_root() {
+            return Err(
+                MemError::new(ErrorCode::BadPath, "a file cannot be stored at '/'")
+                    .with_hint("name the file, e.g. /notes/today.md"),
+            );
+        }
+        crate::files::validate_tags(&req.tags)?;
+        // The key is claimed before the content arrives, so a duplicate
+        // sent while this upload still streams is refused, not run twice.
+        let key = crate::door::checked_key(req.idempotency_key.as_deref())?.map(str::to_string);
+        let _running = match &key {
+            Some(k) => Some(self.svc.claim_key(&self.access.replay_identity(), k)?),
+            None => None,
+        };
+        let staged = self.svc.stage_content(reader, path.name())?;
+        let op = PutStaged {
+            request: req,
+            sha256: staged.sha256,
+            size: staged.size,
+            mime: staged.mime,
+            deduplicated: staged.deduplicated,
+        };
+        match &key {
+            Some(k) => self.run_kept(op, k),
+            None => Ok(Done {
+                value: op.run(self)?,
+                replayed: false,
+            }),
+        }
+    }
+
+    /// A file's record and a reader over its content (streams any size).
+    pub fn open_file(&self, target: &str) -> MemResult<(FileRecord, Box<dyn Read + Send>)> {
+        FileInfo {
+            target: target.to_string(),
+        }
+        .run(self)?;
+        self.svc.open_file(target)
+    }
+
+    /// A file id or path, or a folder path, that the caller may act on.
+    fn visible_target(&self, scope: Scope, target: &str) -> MemResult<()> {
+        if let Ok(info) = self.svc.file_info(target) {
+            return self.object(scope, "path", target, &info.path);
+        }
+        match VPath::parse(target) {
+            Ok(p) if self.access.has(scope) && self.access.sees(&p) && !p.is_root() => Ok(()),
+            _ => Err(MemError::not_found("path", target)),
+        }
+    }
+}
+
+/// `files.info`: a file's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileInfo {
+    /// A file id (`file_...`) or a file's full path.
+    #[schemars(length(min = 1))]
+    pub target: String,
+}
+
+impl Operation for FileInfo {
+    const NAME: &'static str = "files.info";
+    const SCOPE: Scope = Scope::Read;
+    const REPLAY: Replay = Replay::None;
+    type Output = FileRecord;
+
+    fn run(self, c: &Caller<'_>) -> MemResult<FileRecord> {
+        let f = c
+            .svc
+            .file_info(&self.target)
+            .map_err(|e| c.hide(e, "file", &self.target))?;
+        c.object(Scope::Read, "file", &self.target, &f.path)?;
+        Ok(f)
+    }
+}
+
+/// Longest text `files.read` returns unless asked for more.
+const DEFAULT_READ_CHARS: usize = 200_000;
+/// Longest text `files.read` returns at all (a larger file streams as raw
+/// content instead).
+const MAX_READ_CHARS: usize = 10_000_000;
+
+/// `files.read`: a file's record and its text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFile {
+    /// A file id (`file_...`) or a file's full path.
+    #[schemars(length(min = 1))]
+    pub target: String,
+    /// Longest text returned (characters, default 200000); longer content
+    /// is cut and `truncated` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10_000_000))]
+    pub max_chars: Option<usize>,
+}
+
+/// A file's text, for agents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FileText {
+    pub file: FileRecord,
+    pub citation: String,
+    /// The text, or absent for content that is not UTF-8 text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    pub truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Operation for ReadFile {
+    const NAME: &'static str = "files.read";
+    const SCOPE: Scope = Scope::Read;
+    const REPLAY: Replay = Replay::None;
+    type Output = FileText;
+
+    fn run(self, c: &Caller<'_>) -> MemResult<FileText> {
+        let max_chars = self.max_chars.unwrap_or(DEFAULT_READ_CHARS);
+        if !(1..=MAX_READ_CHARS).contains(&max_chars) {
+            return Err(MemError::bad_request(format!(
+                "max_chars must be 1 to {MAX_READ_CHARS}"
+            ))
+            .with_hint("read a larger file as raw content (GET /v1/files/{id}/content, `mem-host cat`)"));
+        }
+        FileInfo {
+            target: self.target.clone(),
+        }
+        .run(c)?;
+        // At most 4 bytes a character, one more character to know it was cut.
+        let (file, bytes) = c
+            .svc
+            .read_file(&self.target, (max_chars as u64 + 1) * 4)?;
+        let citation = format!("mem://file/{}", file.id);
+        let complete = bytes.len() as u64 == file.size;
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(t) => Some(t),
+            // A read cut inside a character is still text.
+            Err(e) if !complete && e.error_len().is_none() => {
+                std::str::from_utf8(&bytes[..e.valid_up_to()]).ok()
+            }
+            Err(_) => None,
+        };
+        let Some(text) = text else {
+            return Ok(FileText {
+                note: Some(format!(
+                    "{} is not text ({}); search it, or read its raw content",
+                    file.path, file.mime
+                )),
+                file,
+                citation,
+                content: None,
+                truncated: false,
+            });
+        };
+        let cut = text.char_indices().nth(max_chars).map(|(i, _)| i);
+        let truncated = cut.is_some() || !complete;
+        Ok(FileText {
+            content: Some(text[..cut.unwrap_or(text.len())].to_string()),
+            note: truncated
+                .then(|| format!("cut at {max_chars} characters; raise max_chars for more")),
+            file,
+            citation,
+            truncated,
+        })
+    }
+}
+
+/// `files.list`: a folder's subfolders and files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListFolder {
+    /// A folder path (default `/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "fields::opt_path")]
+    pub path: Option<String>,
+}
+
+impl Operation for ListFolder {
+    const NAME: &'static str = "files.list";
+    const SCOPE: Scope = Scope::Read;
+    const REPLAY: Replay = Replay::None;
+    type Output = Listing;
+
+    fn run(self, c: &Caller<'_>) -> MemResult<Listing> {
+        c.require(Scope::Read)?;
+        let path = VPath::parse(self.path.as_deref().unwrap_or("/"))?;
+        if c.access.sees(&path) {
+            return c.svc.list_folder(&path);
+        }
+        if !c.access.leads_to(&path) {
+            return Err(MemError::not_found("folder", path.as_str()));
+        }
+        // A folder above the boundary shows only the way down to it.
+        let mut listing = c.svc.list_folder(&path)?;
+        listing.entries.retain(|e| {
+            let p = match e {
+                Entry::Folder { path, .. } => path,
+                Entry::File(f) => &f.path,
+            };
+            c.access.sees(p) || c.access.leads_to(p)
+        });
+        Ok(listing)
+    }
+}
+
+/// `files.mkdir`: create a folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Mkdir {
+    #[schemars(schema_with = "fields::path")]
+    pub path: String,
+    /// Create missing parents; an existing folder is then not an error.
+    #[serde(default)]
+    pub parents: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "fields::opt_key")]
+    pub idempotency_key: Option<String>,
+}
+
+impl Operation for Mkdir {
+    const NAME: &'static str = "files.mkdir";
+    const SCOPE: Scope = Scope::Write;
+    const REPLAY: Replay = Replay::Kept;
+    type Output = MkdirResult;
+
+    fn idempotency_key(&self) -> Option<&str> {
+        self.idempotency_key.as_deref()
+    }
+
+    fn run(self, c: &Caller<'_>) -> MemResult<MkdirResult> {
+        c.require(Scope::Write)?;
+        let path = VPath::parse(&self.path)?;
+        c.access.may_write_at(&path)?;
+        c.svc.mkdir(&path, self.parents)
+    }
+}
+
+/// `files.move`: move or rename a file or folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Move {
+    /// A file id, a file path or a folder path.
+    #[schemars(length(min = 1))]
+    pub from: String,
+    /// The new path, or an existing folder to move into.
+    #[schemars(schema_with = "fields::path")]
+    pub to: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "fields::opt_key")]
+    pub idempotency_key: Option<String>,
+}
+
+impl Operation for Move {
+    const NAME: &'static str = "files.move";
+    const SCOPE: Scope = Scope::Write;
+    const REPLAY: Replay = Replay::Kept;
+    type Output = MoveResult;
+
+    fn idempotency_key(&self) -> Option<&str> {
+        self.idempotency_key.as_deref()
+    }
+
+    fn run(self, c: &Caller<'_>) -> MemResult<MoveResult> {
+        c.require(Scope::Write)?;
+        let to = VPath::parse(&self.to)?;
+        c.visible_target(Scope::Write, &self.from)?;
+        c.access.may_write_at(&to)?;
+        c.svc.move_path(&self.from, &to)
+    }
+}
+
+/// `files.remove`: remove a file, or a folder (`recursive` for a
+/// non-empty one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Remove {
+    /// A file id, a file path or a folder path.
+    #[schemars(length(min = 1))]
+    pub target: String,
+    /// Remove a non-empty folder with everything below it.
+    #[serde(default)]
+    pub recursive: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "fields::opt_key")]
+    pub idempotency_key: Option<String>,
+}
+
+impl Operation for Remove {
+    const NAME: &'static str = "files.remove";
+    const SCOPE: Scope = Scope::Delete;
+    const REPLAY: Replay = Replay::Kept;
+    type Output = RemoveResult;
+
+    fn idempotency_key(&self) -> Option<&str> {
+        self.idempotency_key.as_deref()
+    }
+
+    fn run(self, c: &Caller<'_>) -> MemResult<RemoveResult> {
+        c.visible_target(Scope::Delete, &self.target)?;
+        c.svc.remove_path(&self.target, self.recursive)
+    }
+}

@@ -1,0 +1,18 @@
+//! Every operation a surface can ask for: one request type and one
+//! response type each, with the checks of what the caller may do. The
+//! business rules they call live in the area modules (`files`,
+//! `memories`, `gate`, `recall`, ...), unchecked and crate-private.
+//!
+//! Adding an operation: its request type and `Operation` impl here, one
+//! line in `door::registry`, one line in each surface's table.
+
+pub mod admin;
+pub mod fields;
+pub mod files;
+pub mod govern;
+pub mod memories;
+pub mod recall;
+
+fn yes() -> bool {
+    true
+}
