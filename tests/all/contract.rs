@@ -36,7 +36,14 @@ fn schemathesis_finds_nothing_the_document_does_not_say() {
         .arg("run")
         .arg(srv.url("/v1/openapi.json"))
         .args(["--checks", "all"])
-        .args(["--max-examples", "12", "--seed", "20261202", "--workers", "1"])
+        .args([
+            "--max-examples",
+            "12",
+            "--seed",
+            "20261202",
+            "--workers",
+            "1",
+        ])
         .args(["--phases", "examples,coverage,fuzzing"])
         .args(["--header", &format!("Authorization: Bearer {admin}")])
         .args(["--request-timeout", "30", "--no-color"])
@@ -74,7 +81,10 @@ fn send(method: &str, url: &str, secret: &str, body: Option<Value>) -> (u16, Val
     .unwrap();
     let status = resp.status().as_u16();
     let text = resp.into_body().read_to_string().unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 #[test]
@@ -87,9 +97,19 @@ fn regression_mistakes_a_client_hit_are_answered_properly() {
     let url = |p: &str| srv.url(p);
 
     // An empty context pack is a result: 200, not a retried 503.
-    let (s, pack) = send("POST", &url("/v1/context"), &admin, Some(json!({"query": "quantum chromodynamics"})));
+    let (s, pack) = send(
+        "POST",
+        &url("/v1/context"),
+        &admin,
+        Some(json!({"query": "quantum chromodynamics"})),
+    );
     assert_eq!(s, 200, "{pack}");
-    assert!(pack["suggestions"].as_array().is_some_and(|a| !a.is_empty()), "{pack}");
+    assert!(
+        pack["suggestions"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{pack}"
+    );
 
     // A confined token's status counts what it may see, nothing more.
     let (s, status) = send("GET", &url("/v1/status"), &confined, None);
@@ -117,13 +137,24 @@ fn regression_mistakes_a_client_hit_are_answered_properly() {
             "POST",
             &url("/v1/memories"),
             &admin,
-            Some(json!({"content": "x", "kind": "fact", "path": bad, "idempotency_key": format!("p{bad}")})),
+            Some(
+                json!({"content": "x", "kind": "fact", "path": bad, "idempotency_key": format!("p{bad}")}),
+            ),
         );
-        assert_eq!((s, e["code"].clone()), (400, json!("bad_path")), "{bad:?}: {e}");
+        assert_eq!(
+            (s, e["code"].clone()),
+            (400, json!("bad_path")),
+            "{bad:?}: {e}"
+        );
     }
 
     // min_confidence outside 0..1 is refused, not ignored.
-    let (s, e) = send("POST", &url("/v1/context"), &admin, Some(json!({"query": "x", "min_confidence": 7})));
+    let (s, e) = send(
+        "POST",
+        &url("/v1/context"),
+        &admin,
+        Some(json!({"query": "x", "min_confidence": 7})),
+    );
     assert_eq!(s, 400, "{e}");
 
     // A whole number written as a float is an integer.
@@ -142,7 +173,11 @@ fn regression_mistakes_a_client_hit_are_answered_properly() {
 
     // A method a route does not take is 405 with the error document.
     let (s, e) = send("DELETE", &url("/v1/search"), &admin, None);
-    assert_eq!((s, e["code"].clone()), (405, json!("method_not_allowed")), "{e}");
+    assert_eq!(
+        (s, e["code"].clone()),
+        (405, json!("method_not_allowed")),
+        "{e}"
+    );
     assert!(srv.stop().success());
 }
 
@@ -150,9 +185,13 @@ fn regression_mistakes_a_client_hit_are_answered_properly() {
 fn regression_jsonl_reports_every_line_and_goes_on_after_a_bad_one() {
     let ws = Ws::new();
     let mut input = Vec::new();
-    input.extend_from_slice(b"{\"content\":\"one\",\"kind\":\"note\",\"path\":\"/j\",\"idempotency_key\":\"1\"}\n");
+    input.extend_from_slice(
+        b"{\"content\":\"one\",\"kind\":\"note\",\"path\":\"/j\",\"idempotency_key\":\"1\"}\n",
+    );
     input.extend_from_slice(b"{not json\n");
-    input.extend_from_slice(b"{\"content\":\"caf\xe9\",\"kind\":\"note\",\"path\":\"/j\",\"idempotency_key\":\"2\"}\n");
+    input.extend_from_slice(
+        b"{\"content\":\"caf\xe9\",\"kind\":\"note\",\"path\":\"/j\",\"idempotency_key\":\"2\"}\n",
+    );
     for i in 3..40 {
         input.extend_from_slice(
             format!("{{\"content\":\"line {i}\",\"kind\":\"note\",\"path\":\"/j\",\"idempotency_key\":\"{i}\"}}\n")
@@ -166,13 +205,28 @@ fn regression_jsonl_reports_every_line_and_goes_on_after_a_bad_one() {
     assert_eq!(lines[0]["ok"], true);
     assert_eq!(lines[1]["error"]["code"], "bad_request");
     assert_eq!(lines[2]["error"]["code"], "bad_encoding", "{}", lines[2]);
-    assert!(lines[3..].iter().all(|l| l["ok"] == true), "reading went on");
-    let list = ws.run(&["memory", "list", "--path", "/j", "--limit", "100"]).ok().json();
+    assert!(
+        lines[3..].iter().all(|l| l["ok"] == true),
+        "reading went on"
+    );
+    let list = ws
+        .run(&["memory", "list", "--path", "/j", "--limit", "100"])
+        .ok()
+        .json();
     assert_eq!(list["items"].as_array().unwrap().len(), 38);
 
     // Text that is not UTF-8 is its own error, not an I/O problem.
     let r = ws.run_stdin(
-        &["remember", "-", "--kind", "note", "--path", "/j", "--idempotency-key", "bin"],
+        &[
+            "remember",
+            "-",
+            "--kind",
+            "note",
+            "--path",
+            "/j",
+            "--idempotency-key",
+            "bin",
+        ],
         Some(b"\xff\xfe bytes"),
     );
     r.fails("bad_encoding", 1);
@@ -187,16 +241,35 @@ fn administration_is_a_service_operation_audited_on_every_surface() {
 
     // Granting what the manifest does not request, or revoking what is
     // not granted, is an error that says so.
-    let (s, e) = send("POST", &url("/v1/plugins/role/grant"), &admin, Some(json!({"capabilities": ["embed"]})));
-    assert_eq!(s, 400, "{e}");
-    assert!(e["message"].as_str().unwrap().contains("does not request"), "{e}");
-    let (s, e) = send("POST", &url("/v1/plugins/role/revoke"), &admin, Some(json!({"capabilities": ["kv"]})));
+    let (s, e) = send(
+        "POST",
+        &url("/v1/plugins/role/grant"),
+        &admin,
+        Some(json!({"capabilities": ["embed"]})),
+    );
+    assert_eq!((s, e["code"].clone()), (422, json!("unprocessable")), "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("does not request"),
+        "{e}"
+    );
+    let (s, e) = send(
+        "POST",
+        &url("/v1/plugins/role/revoke"),
+        &admin,
+        Some(json!({"capabilities": ["kv"]})),
+    );
     assert_eq!((s, e["code"].clone()), (409, json!("invalid_state")), "{e}");
 
     // A plugin the configuration names is not removed behind its back.
     let (s, e) = send("DELETE", &url("/v1/plugins/role"), &admin, None);
     assert_eq!(s, 409, "{e}");
-    assert!(e["details"]["uses"].as_array().unwrap().contains(&json!("selection")), "{e}");
+    assert!(
+        e["details"]["uses"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("selection")),
+        "{e}"
+    );
 
     // A token cannot revoke itself, and the last admin token stays.
     let (s, me) = send("GET", &url("/v1/tokens"), &admin, None);
@@ -211,7 +284,12 @@ fn administration_is_a_service_operation_audited_on_every_surface() {
     assert_eq!(s, 409, "the last admin token stays: {e}");
 
     // A removal with force is audited, and the configuration follows.
-    let (s, r) = send("DELETE", &url("/v1/plugins/recent?force=true"), &other, None);
+    let (s, r) = send(
+        "DELETE",
+        &url("/v1/plugins/recent?force=true"),
+        &other,
+        None,
+    );
     assert_eq!(s, 200, "{r}");
     assert_eq!(r["unconfigured"], json!(["selection"]));
     let (_, audit) = send("GET", &url("/v1/audit?limit=50"), &other, None);

@@ -14,7 +14,10 @@ fn repo_root() -> PathBuf {
 /// MCP tool calls over streamable HTTP with the official Python SDK.
 fn mcp_calls(ws: &Ws, srv: &Server, secret: &str, calls: Value) -> Vec<Value> {
     let py = repo_root().join(".venv-test/bin/python");
-    assert!(py.exists(), "run scripts/setup: the test virtualenv is missing");
+    assert!(
+        py.exists(),
+        "run scripts/setup: the test virtualenv is missing"
+    );
     let file = ws.write("mcp-calls.json", calls.to_string().as_bytes());
     let out = Command::new(py)
         .arg(repo_root().join("tests/mcp/call.py"))
@@ -77,7 +80,11 @@ fn one_operation_gives_one_document_on_every_surface() {
         &admin,
         Some(&body),
     );
-    assert_eq!((s1, first["state_version"].clone()), (200, json!(2)), "{first}");
+    assert_eq!(
+        (s1, first["state_version"].clone()),
+        (200, json!(2)),
+        "{first}"
+    );
     let (s2, again) = rest(
         "POST",
         &srv.url(&format!("/v1/memories/{id}/feedback")),
@@ -86,7 +93,10 @@ fn one_operation_gives_one_document_on_every_surface() {
     );
     assert_eq!(s2, 200, "{again}");
     assert_eq!(again["replayed"], true);
-    assert_eq!(again["state_version"], 2, "the first answer, not a second vote");
+    assert_eq!(
+        again["state_version"], 2,
+        "the first answer, not a second vote"
+    );
     let replay = mcp_calls(
         &ws,
         &srv,
@@ -96,7 +106,12 @@ fn one_operation_gives_one_document_on_every_surface() {
     assert_eq!(replay[0]["is_error"], false, "{}", replay[0]);
     assert_eq!(replay[0]["result"]["state_version"], 2);
     // Errors are one document too: {code, message, hint}.
-    let missing = mcp_calls(&ws, &srv, &admin, json!([["mem_memory_get", { "id": "mem_nope" }]]));
+    let missing = mcp_calls(
+        &ws,
+        &srv,
+        &admin,
+        json!([["mem_memory_get", { "id": "mem_nope" }]]),
+    );
     assert_eq!(missing[0]["is_error"], true);
     let (_, rest_missing) = rest("GET", &srv.url("/v1/memories/mem_nope"), &admin, None);
     let cli_missing = ws.run(&["memory", "get", "mem_nope"]);
@@ -115,28 +130,43 @@ fn one_operation_gives_one_document_on_every_surface() {
 fn the_cli_keeps_working_while_serve_runs() {
     let ws = Ws::new();
     let srv = Server::start(&ws, &[]);
-    let notes = ws.write("notes.md", b"# Deploys\n\nWe deploy on Fridays with a rollback plan.\n");
+    let notes = ws.write(
+        "notes.md",
+        b"# Deploys\n\nWe deploy on Fridays with a rollback plan.\n",
+    );
     let put = ws
-        .run(&["put", notes.to_str().unwrap(), "--to", "/docs", "--tag", "meeting"])
+        .run(&[
+            "put",
+            notes.to_str().unwrap(),
+            "--to",
+            "/docs",
+            "--tag",
+            "meeting",
+        ])
         .ok()
         .json();
     assert_eq!(put["file"]["path"], "/docs/notes.md", "{put}");
-    assert_eq!(put["file"]["index_status"], "done", "processed by the server: {put}");
+    assert_eq!(
+        put["file"]["index_status"], "done",
+        "processed by the server: {put}"
+    );
     let fid = put["file"]["id"].as_str().unwrap().to_string();
-    ws.run_stdin(&["put", "-", "--name", "hello.txt", "--to", "/inbox"], Some(b"hello\n"))
-        .ok();
+    ws.run_stdin(
+        &["put", "-", "--name", "hello.txt", "--to", "/inbox"],
+        Some(b"hello\n"),
+    )
+    .ok();
     let ls = ws.run(&["ls", "/docs"]).ok().json();
     assert_eq!(ls["entries"][0]["id"], fid.as_str());
     ws.run(&["info", "/docs/notes.md"]).ok();
     let cat = ws.run(&["cat", &fid]).ok();
     assert!(cat.text().contains("rollback plan"));
     let out = ws.path("out.md");
-    ws.run(&["get", "/docs/notes.md", "-o", out.to_str().unwrap()]).ok();
-    assert_eq!(
-        std::fs::read(&out).unwrap(),
-        std::fs::read(&notes).unwrap()
-    );
+    ws.run(&["get", "/docs/notes.md", "-o", out.to_str().unwrap()])
+        .ok();
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&notes).unwrap());
     ws.run(&["mkdir", "-p", "/a/b/c"]).ok();
+    ws.run(&["mkdir", "/archive"]).ok();
     ws.run(&["mv", "/docs/notes.md", "/archive/notes.md"]).ok();
     ws.run(&["rm", "/a", "--recursive"]).ok();
 
@@ -160,13 +190,24 @@ fn the_cli_keeps_working_while_serve_runs() {
         "batch.jsonl",
         b"{\"content\":\"standup at ten\",\"kind\":\"note\",\"path\":\"/team\",\"idempotency_key\":\"j1\"}\n",
     );
-    let batch = ws.run(&["remember", "--jsonl", lines.to_str().unwrap()]).ok();
+    let batch = ws
+        .run(&["remember", "--jsonl", lines.to_str().unwrap()])
+        .ok();
     assert_eq!(batch.json_lines()[0]["ok"], true);
     ws.run(&["memory", "list", "--path", "/team"]).ok();
-    ws.run(&["memory", "feedback", &mid, "useful", "--expected-version", "1"])
+    ws.run(&[
+        "memory",
+        "feedback",
+        &mid,
+        "useful",
+        "--expected-version",
+        "1",
+    ])
+    .ok();
+    ws.run(&["memory", "archive", &mid, "--expected-version", "2"])
         .ok();
-    ws.run(&["memory", "archive", &mid, "--expected-version", "2"]).ok();
-    ws.run(&["memory", "restore", &mid, "--expected-version", "3"]).ok();
+    ws.run(&["memory", "restore", &mid, "--expected-version", "3"])
+        .ok();
     let search = ws.run(&["search", "deploy fridays"]).ok().json();
     assert!(
         search["hits"]
@@ -176,11 +217,29 @@ fn the_cli_keeps_working_while_serve_runs() {
             .any(|h| h["id"] == mid.as_str()),
         "{search}"
     );
-    ws.run(&["context", "how do we deploy", "--scope", "/team"]).ok();
+    ws.run(&["context", "how do we deploy", "--scope", "/team"])
+        .ok();
     let p = ws
         .run(&[
-            "propose", "create", "Staging uses Postgres 16", "--kind", "fact", "--path",
-            "/infra", "--idempotency-key", "p-1",
+            "propose",
+            "create",
+            "Staging uses Postgres 16",
+            "--kind",
+            "fact",
+            "--path",
+            "/infra",
+            "--idempotency-key",
+            "p-1",
+            "--agent-id",
+            "claude",
+            "--source-type",
+            "log",
+            "--source-ref",
+            "deploy.log",
+            "--evidence",
+            &format!("supports:{fid}#L1-2"),
+            "--evidence",
+            "supports:seen in deploy log",
         ])
         .ok()
         .json();
@@ -199,8 +258,17 @@ fn the_cli_keeps_working_while_serve_runs() {
         .ok()
         .json();
     assert!(t["secret"].as_str().unwrap().starts_with("memtok_"));
-    ws.run(&["memory", "forget", &mid, "--expected-version", "4", "--reason", "wrong", "--confirm"])
-        .ok();
+    ws.run(&[
+        "memory",
+        "forget",
+        &mid,
+        "--expected-version",
+        "4",
+        "--reason",
+        "wrong",
+        "--confirm",
+    ])
+    .ok();
     // Errors keep their exit codes through the socket.
     let missing = ws.run(&["memory", "get", "mem_01jdzzzzzzzzzzzzzzzzzzzzzz"]);
     missing.fails("not_found", 2);
@@ -222,19 +290,16 @@ fn a_lock_held_by_another_command_names_it() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until it holds the workspace.
-    let mut locked = None;
-    for _ in 0..100 {
-        let r = ws.run(&["memory", "list"]);
-        if r.code != 0 {
-            locked = Some(r);
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let r = locked.expect("the holder took the lock");
-    let err = r.fails("STORE_LOCKED", 1);
+    // Wait until it holds the workspace (its note names it); probing
+    // earlier could take the lock from under it.
     let pid = holder.id().to_string();
+    let note = ws.home().join("holder");
+    let held = (0..300).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::fs::read_to_string(&note).is_ok_and(|n| n.starts_with(&format!("pid {pid} ")))
+    });
+    assert!(held, "the holder took the lock");
+    let err = ws.run(&["memory", "list"]).fails("STORE_LOCKED", 1);
     assert!(
         err["message"].as_str().unwrap().contains(&pid),
         "names the holder: {err}"

@@ -297,7 +297,7 @@ fn check_blocks_a_guarded_constraint_and_needs_review_for_an_unguarded_one() {
     set_config(&ws, "[types]\nfiles = [\"coding.json\"]\n");
     let types = ws.run(&["types"]).ok().json();
     assert!(
-        types
+        types["types"]
             .as_array()
             .unwrap()
             .iter()
@@ -360,7 +360,7 @@ fn check_blocks_a_guarded_constraint_and_needs_review_for_an_unguarded_one() {
     let lint = ws.run(&["lint"]).ok().json();
     assert_eq!(lint["status"], "ok");
     crate::schemas::assert_valid("lint-report", &lint);
-    for t in types.as_array().unwrap() {
+    for t in types["types"].as_array().unwrap() {
         crate::schemas::assert_valid("memory-type", t);
     }
 }

@@ -163,6 +163,30 @@ fn stdio_session_with_the_python_sdk() {
     assert_eq!(m["lifecycle"], "active", "{m}");
 }
 
+/// An agent's stdio session started while `serve` holds the workspace
+/// runs its operations in that server, as the owner: the same tools, the
+/// same answers, and the server holds what it wrote.
+#[test]
+fn stdio_session_while_serve_runs_reaches_the_server() {
+    let ws = Ws::new();
+    let srv = crate::support::Server::start(&ws, &[]);
+    let s = client(&ws, &["stdio", "--", BIN, "mcp"]);
+    let id = check_summary(&s);
+    assert_eq!(s["forget_error"]["code"], "confirmation_required", "{s}");
+    // The CLI (through the same server) sees the session's memory.
+    let m = ws.run(&["memory", "get", &id]).ok().json();
+    assert_eq!(m["lifecycle"], "active", "{m}");
+    assert!(srv.stop().success());
+    // A bad token is refused at start, not at every call.
+    let srv = crate::support::Server::start(&ws, &[]);
+    let mut c = ws.cmd();
+    c.arg("mcp").env("MEM_TOKEN", "memtok_not-a-real-one");
+    let run = run_command(c, None);
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("unauthorized") || run.stderr.contains("Unauthorized"), "{}", run.stderr);
+    drop(srv);
+}
+
 /// A running `mem-host serve`, stopped with SIGTERM when dropped.
 struct Server {
     child: Child,
@@ -267,9 +291,9 @@ fn http_session_with_the_python_sdk_and_a_token() {
 
     let s = client(&ws, &["http", &server.url(), &secret]);
     let id = check_summary(&s);
-    // This token has no delete scope: the memory reads as not found to
-    // forget, exactly like one that does not exist.
-    assert_eq!(s["forget_error"]["code"], "not_found", "{s}");
+    // This token has no delete scope: forget is forbidden before its
+    // arguments are even looked at.
+    assert_eq!(s["forget_error"]["code"], "forbidden", "{s}");
     drop(server);
 
     // The write was made as the token.

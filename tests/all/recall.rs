@@ -339,7 +339,7 @@ fn context_pack_is_cited_budgeted_and_explains_itself() {
     assert_eq!(omitted[0]["id"], n["id"]);
     assert_eq!(
         omitted[0]["chars"].as_u64().unwrap() as usize,
-        long.trim().chars().count()
+        long.chars().count()
     );
     assert_eq!(pack["trace"]["hidden_by_filter"][0]["filter"], "scope");
     // init installed the first-party selection chain (role → recent → relevance).
@@ -352,12 +352,14 @@ fn context_pack_is_cited_budgeted_and_explains_itself() {
         .cloned()
         .unwrap();
     assert_eq!(sem["status"], "unavailable");
-    let err = run(&ws, &["context", "zebra migration patterns"]).fails("context_unavailable", 1);
+    // Nothing found is an answer (exit 0, not a retryable failure), with
+    // what was missing and what to try next.
+    let empty = run(&ws, &["context", "zebra migration patterns"]).ok().json();
     assert!(
-        err["details"]["suggestions"]
+        empty["suggestions"]
             .as_array()
             .is_some_and(|s| !s.is_empty()),
-        "{err}"
+        "{empty}"
     );
 }
 

@@ -160,15 +160,26 @@ pub fn run_command(mut c: Command, stdin: Option<&[u8]>) -> Run {
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
     let mut child = c.spawn().expect("spawn mem-host");
-    if let Some(bytes) = stdin {
-        use std::io::Write;
-        child.stdin.take().unwrap().write_all(bytes).unwrap();
+    // Fed from a thread: the command answers as it reads (acknowledgements
+    // stream), so writing everything first could fill both pipes and hang.
+    let feeder = stdin.map(|bytes| {
+        let mut pipe = child.stdin.take().unwrap();
+        let bytes = bytes.to_vec();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            // A command that stops reading early closes its end: not an error here.
+            let _ = pipe.write_all(&bytes);
+        })
+    });
+    let out = child.wait_with_output().unwrap();
+    if let Some(f) = feeder {
+        f.join().unwrap();
     }
     let Output {
         status,
         stdout,
         stderr,
-    } = child.wait_with_output().unwrap();
+    } = out;
     Run {
         code: status.code().unwrap_or(-1),
         stdout,

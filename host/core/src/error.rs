@@ -141,36 +141,78 @@ impl ErrorCode {
         match self {
             Self::NotFound => "check the id or path; list what exists with `ls` or `memory list`",
             Self::BadRequest => "correct the request as the message says and send it again",
-            Self::BadPath => "use an absolute path such as /projects/notes, without trailing slash, '.' or '..'",
+            Self::BadPath => {
+                "use an absolute path such as /projects/notes, without trailing slash, '.' or '..'"
+            }
             Self::BadEncoding => "send text as UTF-8; store other bytes as a file",
             Self::AlreadyExists => "choose another name, or replace the existing one explicitly",
             Self::FolderNotEmpty => "remove its contents first, or remove it recursively",
-            Self::FolderHasMemories => "archive or move the memories first; a memory's folder is part of it",
+            Self::FolderHasMemories => {
+                "archive or move the memories first; a memory's folder is part of it"
+            }
             Self::MoveIntoSelf => "move the folder somewhere outside itself",
-            Self::IdempotencyConflict => "use a new idempotency key for a new request; reuse a key only to retry the same request",
-            Self::VersionConflict => "read the record again and retry with its current state_version",
-            Self::ConfirmationRequired => "repeat the request with confirm set to true if you mean it",
-            Self::InvalidState => "read the record's current state; the action does not apply to it",
-            Self::UnknownMemoryType => "list the workspace's types with `mem-host types` (or mem_types)",
+            Self::IdempotencyConflict => {
+                "use a new idempotency key for a new request; reuse a key only to retry the same request"
+            }
+            Self::VersionConflict => {
+                "read the record again and retry with its current state_version"
+            }
+            Self::ConfirmationRequired => {
+                "repeat the request with confirm set to true if you mean it"
+            }
+            Self::InvalidState => {
+                "read the record's current state; the action does not apply to it"
+            }
+            Self::UnknownMemoryType => {
+                "list the workspace's types with `mem-host types` (or mem_types)"
+            }
             Self::WriteRejected => "address the reasons given, or ask the workspace owner",
-            Self::Unprocessable => "the request is well-formed but the rule in the message refuses it; change what it names",
+            Self::Unprocessable => {
+                "the request is well-formed but the rule in the message refuses it; change what it names"
+            }
             Self::PayloadTooLarge => "send less, split it, or ask the owner to raise the limit",
             Self::MethodNotAllowed => "use a method the route takes (see /v1/openapi.json)",
-            Self::Unauthorized => "send a valid token: `Authorization: Bearer <secret>` (the owner creates one with `mem-host token create`)",
+            Self::Unauthorized => {
+                "send a valid token: `Authorization: Bearer <secret>` (the owner creates one with `mem-host token create`)"
+            }
             Self::Forbidden => "ask the workspace owner for a token with the needed scope",
-            Self::QuotaExceeded => "wait until the quota resets (retry_after), or ask for a larger quota",
-            Self::BudgetExceeded => "archive or forget memories in that scope, or ask the owner to raise the budget",
-            Self::PluginFailed => "see `mem-host plugin inspect NAME` for the plugin's failures; the host kept running",
-            Self::PluginRejected => "the plugin says what is wrong with the input; correct it, or use another plugin",
-            Self::PluginInvalid => "check the plugin's manifest and component against the WIT it targets",
-            Self::CapabilityDenied => "the owner grants capabilities with `mem-host plugin grant NAME CAP`",
-            Self::ProviderUnavailable => "install the embedding model with `mem-host model install`, or retry later",
-            Self::ContextUnavailable => "retry; if it persists, see `mem-host status` for the failing lanes",
+            Self::QuotaExceeded => {
+                "wait until the quota resets (retry_after), or ask for a larger quota"
+            }
+            Self::BudgetExceeded => {
+                "archive or forget memories in that scope, or ask the owner to raise the budget"
+            }
+            Self::PluginFailed => {
+                "see `mem-host plugin inspect NAME` for the plugin's failures; the host kept running"
+            }
+            Self::PluginRejected => {
+                "the plugin says what is wrong with the input; correct it, or use another plugin"
+            }
+            Self::PluginInvalid => {
+                "check the plugin's manifest and component against the WIT it targets"
+            }
+            Self::CapabilityDenied => {
+                "the owner grants capabilities with `mem-host plugin grant NAME CAP`"
+            }
+            Self::ProviderUnavailable => {
+                "install the embedding model with `mem-host model install`, or retry later"
+            }
+            Self::ContextUnavailable => {
+                "retry; if it persists, see `mem-host status` for the failing lanes"
+            }
             Self::ConfigInvalid => "fix mem.toml as the message says",
-            Self::WorkspaceNotFound => "create one with `mem-host init`, or point MEM_HOME / --workspace at one",
-            Self::StoreLocked => "another mem-host process holds this workspace; wait for it or stop it",
-            Self::StoreCorrupt => "restore the workspace from a backup or a bundle export; mem-host will not guess at damaged data",
-            Self::StoreUnsupportedVersion => "upgrade mem-host to a version that supports this store",
+            Self::WorkspaceNotFound => {
+                "create one with `mem-host init`, or point MEM_HOME / --workspace at one"
+            }
+            Self::StoreLocked => {
+                "another mem-host process holds this workspace; wait for it or stop it"
+            }
+            Self::StoreCorrupt => {
+                "restore the workspace from a backup or a bundle export; mem-host will not guess at damaged data"
+            }
+            Self::StoreUnsupportedVersion => {
+                "upgrade mem-host to a version that supports this store"
+            }
             Self::Io => "check free disk space and the permissions of the workspace folder",
             Self::Internal => "this is a bug in mem-host; please report it with the message",
         }

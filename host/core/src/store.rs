@@ -316,10 +316,7 @@ pub trait Store: Send + Sync {
 
     /// A reader over a stored blob. A backend that can stream reads with
     /// bounded memory; this default reads the blob whole.
-    fn open_blob(
-        &self,
-        sha256: &str,
-    ) -> Result<Option<Box<dyn std::io::Read + Send>>, StoreError> {
+    fn open_blob(&self, sha256: &str) -> Result<Option<Box<dyn std::io::Read + Send>>, StoreError> {
         Ok(self
             .get_blob(sha256)?
             .map(|b| Box::new(std::io::Cursor::new(b)) as Box<dyn std::io::Read + Send>))

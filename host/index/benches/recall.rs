@@ -8,7 +8,8 @@
 //! (`mem-host model install`); without one only the lexical lane is timed.
 
 use mem_core::index::{Embedder, IndexDoc, SearchFilters, SearchIndex, SearchRequest, SourceKind};
-use mem_index::{LazyEmbedder, NativeIndex, models};
+use mem_index::{LazyEmbedder, NativeIndex};
+use mem_models as models;
 use std::sync::Arc;
 use std::time::Instant;
 

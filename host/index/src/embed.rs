@@ -47,15 +47,8 @@ fn environment(lib: &Path) -> Result<&'static ort::environment::Environment, Ind
     }
 }
 
-/// What to load: the runtime library, the ONNX graph and its tokenizer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmbedderFiles {
-    pub model_id: String,
-    pub dimensions: usize,
-    pub runtime_lib: PathBuf,
-    pub model: PathBuf,
-    pub tokenizer: PathBuf,
-}
+/// What to load (found by `mem-models`, which installs and verifies it).
+pub use mem_models::EmbedderFiles;
 
 pub struct OrtEmbedder {
     model_id: String,

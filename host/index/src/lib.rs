@@ -14,7 +14,6 @@ mod catalog;
 pub mod embed;
 mod fusion;
 mod lexical;
-pub mod models;
 mod vectors;
 
 use catalog::{Catalog, DocMeta, embedding_text, key_of};

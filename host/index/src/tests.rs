@@ -373,7 +373,7 @@ fn upsert_replaces_by_doc_id_and_watermark_is_the_lower_lane() {
 
 /// The real model, or a failure naming the command that installs it.
 fn real_embedder() -> OrtEmbedder {
-    let files = models::active_files().unwrap_or_else(|why| {
+    let files = mem_models::active_files().unwrap_or_else(|why| {
         panic!("this test needs the embedding model: {why}\n  set it up with: cargo run -p mem-host -- model install")
     });
     OrtEmbedder::load(&files).unwrap()

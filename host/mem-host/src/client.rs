@@ -31,13 +31,10 @@ impl Client {
     pub fn open(dir: &Path) -> MemResult<Self> {
         match workspace::open(dir) {
             Ok(ws) => Ok(Client::Local(Box::new(ws))),
-            Err(e) if e.code == ErrorCode::StoreLocked => {
-                let socket = dir.join(SOCKET_FILE);
-                if socket.exists() && std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-                    return Remote::new(socket).map(Client::Remote);
-                }
-                Err(workspace::explain_lock(dir, e))
-            }
+            Err(e) if e.code == ErrorCode::StoreLocked => match Remote::connect(dir)? {
+                Some(remote) => Ok(Client::Remote(remote)),
+                None => Err(workspace::explain_lock(dir, e)),
+            },
             Err(e) => Err(e),
         }
     }
@@ -107,7 +104,9 @@ impl Client {
                 let answer: Answer = r.call(
                     "POST",
                     &path,
-                    Full::new(Bytes::from(bytes)).map_err(|e| match e {}).boxed(),
+                    Full::new(Bytes::from(bytes))
+                        .map_err(|e| match e {})
+                        .boxed(),
                     |_| Ok(()),
                 )?;
                 serde_json::from_value(answer.value).map_err(|e| {
@@ -137,14 +136,21 @@ type Body = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
 pub struct Remote {
     socket: PathBuf,
     rt: tokio::runtime::Runtime,
+    /// A token to act as instead of the owner.
+    bearer: Option<String>,
 }
 
 fn unreachable(socket: &Path, e: impl std::fmt::Display) -> MemError {
     MemError::new(
         ErrorCode::StoreLocked,
-        format!("the server holding this workspace did not answer on {}: {e}", socket.display()),
+        format!(
+            "the server holding this workspace did not answer on {}: {e}",
+            socket.display()
+        ),
     )
-    .with_hint("check that `mem-host serve` is still running, or stop it to use the workspace directly")
+    .with_hint(
+        "check that `mem-host serve` is still running, or stop it to use the workspace directly",
+    )
 }
 
 fn query_escape(s: &str) -> String {
@@ -152,12 +158,27 @@ fn query_escape(s: &str) -> String {
 }
 
 impl Remote {
-    fn new(socket: PathBuf) -> MemResult<Self> {
+    /// The server holding the workspace at `dir`, if one answers on its socket.
+    pub fn connect(dir: &Path) -> MemResult<Option<Self>> {
+        let socket = dir.join(SOCKET_FILE);
+        if !socket.exists() || std::os::unix::net::UnixStream::connect(&socket).is_err() {
+            return Ok(None);
+        }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| MemError::io("cannot start the async runtime", &e))?;
-        Ok(Self { socket, rt })
+        Ok(Some(Self {
+            socket,
+            rt,
+            bearer: None,
+        }))
+    }
+
+    /// Acts as the token whose secret this is (the server checks it).
+    pub fn acting_as(mut self, secret: Option<String>) -> Self {
+        self.bearer = secret;
+        self
     }
 
     /// One request; a success's body goes to `sink` (when it streams) or
@@ -201,10 +222,14 @@ impl Remote {
                 .await
                 .map_err(|e| unreachable(&self.socket, e))?;
         tokio::spawn(conn);
-        let req = hyper::Request::builder()
+        let mut req = hyper::Request::builder()
             .method(method)
             .uri(path)
-            .header("host", "mem-host")
+            .header("host", "mem-host");
+        if let Some(secret) = &self.bearer {
+            req = req.header("authorization", format!("Bearer {secret}"));
+        }
+        let req = req
             .body(body)
             .map_err(|e| MemError::internal(format!("cannot build the request: {e}")))?;
         sender
@@ -222,9 +247,11 @@ impl Remote {
             .map_err(|e| MemError::internal(format!("cannot encode the request: {e}")))?;
         let path = format!("/files?request={}", query_escape(&request));
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(4);
-        let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|c| (c, rx))
-        });
+        let stream =
+            futures_util::stream::unfold(
+                rx,
+                |mut rx| async move { rx.recv().await.map(|c| (c, rx)) },
+            );
         let body: Body = BodyExt::boxed(StreamBody::new(stream));
         // The bytes are read on a thread of their own while this one drives
         // the request, so a file of any size streams through a small buffer.
@@ -247,9 +274,8 @@ impl Remote {
         });
         let answer = answer?;
         Ok(Done {
-            value: serde_json::from_value(answer.value).map_err(|e| {
-                MemError::internal(format!("cannot read the server's answer: {e}"))
-            })?,
+            value: serde_json::from_value(answer.value)
+                .map_err(|e| MemError::internal(format!("cannot read the server's answer: {e}")))?,
             replayed: answer.replayed,
         })
     }
@@ -316,4 +342,42 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).to_string()
+}
+
+/// An MCP stdio session's operations while a `serve` holds the workspace:
+/// they run in that server, through the same door.
+pub struct Served {
+    remote: Remote,
+    config: std::sync::Arc<mem_service::WorkspaceConfig>,
+}
+
+impl Served {
+    pub fn new(remote: Remote, dir: &Path) -> MemResult<Self> {
+        Ok(Self {
+            remote,
+            config: std::sync::Arc::new(mem_service::WorkspaceConfig::load(dir)?),
+        })
+    }
+}
+
+impl mem_server::mcp::Backend for Served {
+    fn config(&self) -> std::sync::Arc<mem_service::WorkspaceConfig> {
+        self.config.clone()
+    }
+
+    /// The server decides the caller: the owner, or the remote's token.
+    fn run(&self, _: &Access, name: &str, args: serde_json::Value) -> MemResult<Done<serde_json::Value>> {
+        let body = serde_json::to_vec(&args)
+            .map_err(|e| MemError::internal(format!("cannot encode the request: {e}")))?;
+        let answer: Answer = self.remote.call(
+            "POST",
+            &format!("/ops/{name}"),
+            Full::new(Bytes::from(body)).map_err(|e| match e {}).boxed(),
+            |_| Ok(()),
+        )?;
+        Ok(Done {
+            value: answer.value,
+            replayed: answer.replayed,
+        })
+    }
 }

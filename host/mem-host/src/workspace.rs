@@ -124,15 +124,42 @@ fn note_holder(dir: &Path) {
 /// `STORE_LOCKED` naming the process that holds the workspace (when it is
 /// not a server the CLI could talk to).
 pub fn explain_lock(dir: &Path, e: MemError) -> MemError {
-    match fs::read_to_string(dir.join(HOLDER_FILE)) {
-        Ok(holder) if !holder.trim().is_empty() => MemError::new(
+    match current_holder(dir) {
+        Some(holder) => MemError::new(
             ErrorCode::StoreLocked,
             format!("the workspace is in use by another mem-host process ({})", holder.trim()),
         )
         .with_hint("wait for that command to finish (or stop it); a running `mem-host serve` is reached automatically")
         .with_details(e.details),
-        _ => e,
+        None => e,
     }
+}
+
+/// The holder's note, once it names a live process: a holder that has
+/// just taken the lock writes its note a moment later, over the note of
+/// the one before, so a stale or missing note is waited for briefly.
+fn current_holder(dir: &Path) -> Option<String> {
+    for _ in 0..20 {
+        if let Ok(note) = fs::read_to_string(dir.join(HOLDER_FILE)) {
+            let note = note.trim().to_string();
+            let pid = note
+                .strip_prefix("pid ")
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|p| p.parse::<u32>().ok());
+            let alive = match pid {
+                Some(pid) if pid == std::process::id() => false,
+                Some(pid) => {
+                    !Path::new("/proc").is_dir() || Path::new(&format!("/proc/{pid}")).exists()
+                }
+                None => false,
+            };
+            if alive {
+                return Some(note);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    None
 }
 
 /// Opens an initialised workspace.
@@ -158,7 +185,7 @@ pub fn open(dir: &Path) -> MemResult<Workspace> {
     // replays what it missed (or rebuilds it when it is missing or damaged).
     // One embedder (loaded on first use) serves the index and the plugins'
     // `embed` capability.
-    let (embedder, semantic_off) = match mem_index::models::active_files() {
+    let (embedder, semantic_off) = match mem_models::active_files() {
         Ok(files) => (
             Some(Arc::new(mem_index::LazyEmbedder::new(files)) as Arc<dyn Embedder>),
             None,

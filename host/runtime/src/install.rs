@@ -273,7 +273,11 @@ mod tests {
         ] {
             let e = check_component_header("p", bytes).unwrap_err();
             assert_eq!(e.code, ErrorCode::PluginInvalid);
-            assert!(e.message.contains("not a WebAssembly component"), "{}", e.message);
+            assert!(
+                e.message.contains("not a WebAssembly component"),
+                "{}",
+                e.message
+            );
             assert!(e.message.contains(says), "{}", e.message);
         }
         assert!(check_component_header("p", b"\0asm\x0d\0\x01\0").is_ok());

@@ -464,11 +464,23 @@ fn selection_chain_policy_detector_and_adapter_run_as_components() {
         now_ms: 0,
         path: None,
     };
-    let out = host.select_chain(&candidates, &q, 2).unwrap();
-    assert!(!out.partial(), "{:?}", out.stages);
-    assert_eq!(out.stages.len(), 3);
-    assert_eq!(out.ids.len(), 2);
-    assert!(out.ids.contains(&"deploy".to_string()), "{:?}", out.ids);
+    // Every stage of the recommended chain runs as a component, in order,
+    // on the previous stage's survivors (recall owns the orchestration).
+    let stages = host.config().selection.stages;
+    assert_eq!(stages.len(), 3);
+    let mut current = candidates.clone();
+    for stage in &stages {
+        let limit = stage.limit.unwrap_or(u32::MAX);
+        let ids = host.select(&stage.plugin, &current, &q, limit).unwrap();
+        assert!(ids.len() <= limit as usize, "{}: {ids:?}", stage.plugin);
+        current = ids
+            .iter()
+            .filter_map(|id| current.iter().find(|c| &c.id == id).cloned())
+            .collect();
+    }
+    current.truncate(2);
+    assert_eq!(current.len(), 2);
+    assert!(current.iter().any(|c| c.id == "deploy"), "{current:?}");
 
     let proposal = ProposalInput {
         id: "p".into(),

@@ -37,7 +37,12 @@ fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &Workspac
     let required: Vec<String> = request
         .get("required")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default();
     let props = request
         .get("properties")
@@ -64,9 +69,7 @@ fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &Workspac
                 continue;
             }
             let mut schema = schema.clone();
-            let description = schema
-                .as_object_mut()
-                .and_then(|o| o.remove("description"));
+            let description = schema.as_object_mut().and_then(|o| o.remove("description"));
             let mut p = json!({
                 "name": name, "in": "query",
                 "required": required.contains(name),
@@ -91,7 +94,8 @@ fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &Workspac
     });
     match route.kind {
         Kind::Upload => {
-            op["requestBody"] = json!({ "required": true, "content": {
+            // No body is an empty file (HTTP cannot tell them apart).
+            op["requestBody"] = json!({ "required": false, "content": {
                 "application/octet-stream": { "schema": { "type": "string", "contentMediaType": "application/octet-stream" } }
             }});
         }
@@ -226,8 +230,8 @@ mod tests {
     #[test]
     fn the_document_states_the_constraints_the_server_checks() {
         let doc = document(&crate::rest::table::routes(), &WorkspaceConfig::default());
-        let remember = &doc["paths"]["/v1/memories"]["post"]["requestBody"]["content"]
-            ["application/json"]["schema"];
+        let remember = &doc["paths"]["/v1/memories"]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"];
         let required: Vec<&str> = remember["required"]
             .as_array()
             .unwrap()
@@ -235,10 +239,12 @@ mod tests {
             .filter_map(Value::as_str)
             .collect();
         assert!(required.contains(&"idempotency_key"), "{required:?}");
-        assert!(remember["properties"]["kind"]["enum"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("decision")));
+        assert!(
+            remember["properties"]["kind"]["enum"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("decision"))
+        );
         let list = &doc["paths"]["/v1/memories"]["get"]["parameters"];
         let limit = list
             .as_array()
@@ -247,9 +253,12 @@ mod tests {
             .find(|p| p["name"] == "limit")
             .unwrap();
         assert_eq!(limit["schema"]["maximum"], 1000);
-        let forget = &doc["paths"]["/v1/memories/{id}/forget"]["post"]["requestBody"]["content"]
-            ["application/json"]["schema"];
-        assert!(forget["properties"].get("id").is_none(), "the path carries id");
+        let forget = &doc["paths"]["/v1/memories/{id}/forget"]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"];
+        assert!(
+            forget["properties"].get("id").is_none(),
+            "the path carries id"
+        );
         assert_eq!(forget["properties"]["confirm"]["const"], true);
     }
 }

@@ -81,8 +81,9 @@ pub fn listen(
             )
             .with_hint("stop the other `mem-host serve` of this workspace first"));
         }
-        std::fs::remove_file(path)
-            .map_err(|e| MemError::io(&format!("cannot remove the stale {}", path.display()), &e))?;
+        std::fs::remove_file(path).map_err(|e| {
+            MemError::io(&format!("cannot remove the stale {}", path.display()), &e)
+        })?;
     }
     let listener = UnixListener::bind(path)
         .map_err(|e| MemError::io(&format!("cannot listen on {}", path.display()), &e))?;
@@ -97,16 +98,16 @@ pub fn listen(
         .route("/files", post(upload))
         .route("/files/content", get(download))
         .route("/documents", post(import))
-        .layer(middleware::from_fn_with_state(state.clone(), only_the_owner))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            only_the_owner,
+        ))
         .with_state(state);
     let path: PathBuf = path.to_path_buf();
     Ok(tokio::spawn(async move {
-        let served = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<Peer>(),
-        )
-        .with_graceful_shutdown(async move { cancel.cancelled().await })
-        .await;
+        let served = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
+            .with_graceful_shutdown(async move { cancel.cancelled().await })
+            .await;
         if let Err(e) = served {
             tracing::warn!(error = %e, "the owner's socket failed");
         }
@@ -122,8 +123,11 @@ async fn only_the_owner(
 ) -> Response {
     if peer.uid != Some(st.owner_uid) {
         return ApiError(
-            MemError::new(ErrorCode::Forbidden, "this socket serves the workspace's owner only")
-                .with_hint("connect as the user who runs `mem-host serve`, or use REST with a token"),
+            MemError::new(
+                ErrorCode::Forbidden,
+                "this socket serves the workspace's owner only",
+            )
+            .with_hint("connect as the user who runs `mem-host serve`, or use REST with a token"),
         )
         .into_response();
     }
@@ -141,13 +145,35 @@ async fn blocking<T: Send + 'static>(
         .map_err(ApiError)
 }
 
-async fn op(State(st): State<SocketState>, Path(name): Path<String>, body: Bytes) -> Response {
+/// Runs one operation as the owner, or as the token a bearer header
+/// names (an agent's stdio session started with `MEM_TOKEN` while the
+/// server runs keeps that token's limits).
+async fn op(
+    State(st): State<SocketState>,
+    Path(name): Path<String>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
     let run = async {
         let entry = find(&name).map_err(ApiError)?;
         let args: Value = serde_json::from_slice(&body).map_err(|e| {
-            ApiError(MemError::bad_request(format!("the request is not JSON: {e}")))
+            ApiError(MemError::bad_request(format!(
+                "the request is not JSON: {e}"
+            )))
         })?;
-        let done = blocking(&st.svc, move |svc, a| entry.run_json(&svc.caller(a), args)).await?;
+        let bearer = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::to_string);
+        let done = blocking(&st.svc, move |svc, owner| {
+            let access = match &bearer {
+                Some(secret) => svc.authenticate(secret)?,
+                None => owner.clone(),
+            };
+            entry.run_json(&svc.caller(&access), args)
+        })
+        .await?;
         Ok::<_, ApiError>(Json(Answer {
             value: done.value,
             replayed: done.replayed,
@@ -167,8 +193,11 @@ fn request_of(
     q: Result<Query<RequestQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Value, ApiError> {
     let Query(q) = q.map_err(|e| ApiError(MemError::bad_request(e.body_text())))?;
-    serde_json::from_str(&q.request)
-        .map_err(|e| ApiError(MemError::bad_request(format!("the request is not JSON: {e}"))))
+    serde_json::from_str(&q.request).map_err(|e| {
+        ApiError(MemError::bad_request(format!(
+            "the request is not JSON: {e}"
+        )))
+    })
 }
 
 async fn upload(
@@ -209,39 +238,41 @@ async fn download(
     State(st): State<SocketState>,
     q: Result<Query<TargetQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let run = async {
-        let Query(q) = q.map_err(|e| ApiError(MemError::bad_request(e.body_text())))?;
-        let (file, mut reader) =
-            blocking(&st.svc, move |svc, a| svc.caller(a).open_file(&q.target)).await?;
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
-        tokio::task::spawn_blocking(move || {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let sent = match reader.read(&mut buf) {
-                    Ok(0) => return,
-                    Ok(n) => tx.blocking_send(Ok(Bytes::copy_from_slice(&buf[..n]))),
-                    Err(e) => tx.blocking_send(Err(e)),
-                };
-                if sent.is_err() {
-                    return;
+    let run =
+        async {
+            let Query(q) = q.map_err(|e| ApiError(MemError::bad_request(e.body_text())))?;
+            let (file, mut reader) =
+                blocking(&st.svc, move |svc, a| svc.caller(a).open_file(&q.target)).await?;
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+            tokio::task::spawn_blocking(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let sent = match reader.read(&mut buf) {
+                        Ok(0) => return,
+                        Ok(n) => tx.blocking_send(Ok(Bytes::copy_from_slice(&buf[..n]))),
+                        Err(e) => tx.blocking_send(Err(e)),
+                    };
+                    if sent.is_err() {
+                        return;
+                    }
                 }
-            }
-        });
-        let stream =
-            futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
-        let record = serde_json::to_string(&file)
-            .map_err(|e| ApiError(MemError::internal(e.to_string())))?;
-        let mut resp = Body::from_stream(stream).into_response();
-        // The record travels as a header: the body is the bytes alone.
-        let record = HeaderValue::from_str(&percent(&record))
-            .map_err(|e| ApiError(MemError::internal(e.to_string())))?;
-        resp.headers_mut().insert("x-mem-file", record);
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/octet-stream"),
-        );
-        Ok::<_, ApiError>(resp)
-    };
+            });
+            let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+                rx.recv().await.map(|c| (c, rx))
+            });
+            let record = serde_json::to_string(&file)
+                .map_err(|e| ApiError(MemError::internal(e.to_string())))?;
+            let mut resp = Body::from_stream(stream).into_response();
+            // The record travels as a header: the body is the bytes alone.
+            let record = HeaderValue::from_str(&percent(&record))
+                .map_err(|e| ApiError(MemError::internal(e.to_string())))?;
+            resp.headers_mut().insert("x-mem-file", record);
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            );
+            Ok::<_, ApiError>(resp)
+        };
     run.await.into_response()
 }
 
@@ -271,8 +302,8 @@ async fn import(
             c.import_document(req, &body)
         })
         .await?;
-        let value =
-            serde_json::to_value(results).map_err(|e| ApiError(MemError::internal(e.to_string())))?;
+        let value = serde_json::to_value(results)
+            .map_err(|e| ApiError(MemError::internal(e.to_string())))?;
         Ok::<_, ApiError>(Json(Answer {
             value,
             replayed: false,

@@ -65,7 +65,12 @@ impl Service {
 
     /// Renders the active memories under `scope` (oldest first) as the
     /// document `name` with `adapter`.
-    pub(crate) fn export_document(&self, adapter: &str, name: &str, scope: &str) -> MemResult<Vec<u8>> {
+    pub(crate) fn export_document(
+        &self,
+        adapter: &str,
+        name: &str,
+        scope: &str,
+    ) -> MemResult<Vec<u8>> {
         let host = self.adapter_host()?;
         let mut entries = Vec::new();
         let mut cursor = None;

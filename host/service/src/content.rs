@@ -87,7 +87,10 @@ mod tests {
             .unwrap();
         assert_eq!(staged.mime, "text/markdown");
         assert_eq!(staged.size, 14);
-        assert_eq!(staged.sha256, mem_core::hash::sha256_hex(b"# Title\n\nbody\n"));
+        assert_eq!(
+            staged.sha256,
+            mem_core::hash::sha256_hex(b"# Title\n\nbody\n")
+        );
         assert!(!staged.deduplicated);
         let again = s
             .stage_content(&mut &b"# Title\n\nbody\n"[..], "b.md")
@@ -101,6 +104,11 @@ mod tests {
             .stage_content(&mut &b"0123456789"[..], "x.txt")
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::PayloadTooLarge);
-        assert!(!small.store().has_blob(&mem_core::hash::sha256_hex(b"0123456789")).unwrap());
+        assert!(
+            !small
+                .store()
+                .has_blob(&mem_core::hash::sha256_hex(b"0123456789"))
+                .unwrap()
+        );
     }
 }

@@ -7,11 +7,11 @@ use crate::audit::{Actor, AuditDraft};
 use crate::budget::UsageChange;
 use crate::config::{RememberRoute, WriteMode};
 use crate::gate::authority;
-use crate::requests::{
-    MAX_ATTR_KEY_CHARS, MAX_ATTR_VALUE_CHARS, MAX_ATTRS, MAX_FIELD_CHARS, MemoryDraft,
-    ProposalOp, ProposalRequest, RememberRequest,
-};
 use crate::records::{Stored, decode, encode, load, push_event, transact};
+use crate::requests::{
+    MAX_ATTR_KEY_CHARS, MAX_ATTR_VALUE_CHARS, MAX_ATTRS, MAX_FIELD_CHARS, MemoryDraft, ProposalOp,
+    ProposalRequest, RememberRequest,
+};
 use mem_core::hash::sha256_hex;
 use mem_core::id::{self, new_id};
 use mem_core::model::{
@@ -169,11 +169,11 @@ impl Service {
         let path = VPath::parse(&req.path)?;
         let confidence = match req.confidence {
             Some(c) if !(0.0..=1.0).contains(&c) || c.is_nan() => {
-                return Err(MemError::bad_request(format!(
-                    "confidence {c} is outside 0..1"
-                ))
-                .with_hint("give a confidence between 0 and 1")
-                .with_details(json!({ "field": "confidence" })));
+                return Err(
+                    MemError::bad_request(format!("confidence {c} is outside 0..1"))
+                        .with_hint("give a confidence between 0 and 1")
+                        .with_details(json!({ "field": "confidence" })),
+                );
             }
             Some(c) => c,
             None => config.memory.default_confidence,
@@ -187,7 +187,8 @@ impl Service {
         for (k, v) in &req.attributes {
             let key_ok = !k.is_empty()
                 && k.chars().count() <= MAX_ATTR_KEY_CHARS
-                && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
+                && k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
             if !key_ok || v.chars().count() > MAX_ATTR_VALUE_CHARS {
                 return Err(MemError::bad_request(format!("bad attribute {k:?}"))
                     .with_hint(format!("attribute keys are ASCII letters, digits or - _ . : (at most {MAX_ATTR_KEY_CHARS}); values at most {MAX_ATTR_VALUE_CHARS} characters"))
@@ -737,7 +738,12 @@ impl Service {
         })
     }
 
-    pub(crate) fn archive(&self, id: &str, expected_version: u64, actor: &Actor) -> MemResult<Memory> {
+    pub(crate) fn archive(
+        &self,
+        id: &str,
+        expected_version: u64,
+        actor: &Actor,
+    ) -> MemResult<Memory> {
         self.change_memory(id, expected_version, "memory.archived", actor, |m| {
             if m.lifecycle != Lifecycle::Active {
                 return Err(invalid_transition(
@@ -752,7 +758,12 @@ impl Service {
     }
 
     /// Brings an archived or deprecated memory back (budgets apply again).
-    pub(crate) fn restore(&self, id: &str, expected_version: u64, actor: &Actor) -> MemResult<Memory> {
+    pub(crate) fn restore(
+        &self,
+        id: &str,
+        expected_version: u64,
+        actor: &Actor,
+    ) -> MemResult<Memory> {
         self.change_memory(id, expected_version, "memory.restored", actor, |m| {
             if !matches!(m.lifecycle, Lifecycle::Archived | Lifecycle::Deprecated) {
                 return Err(invalid_transition(

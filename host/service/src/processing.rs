@@ -117,8 +117,10 @@ impl Service {
         let mut n = 0;
         for (k, raw) in scan_all(self.store(), Table::Files, "")? {
             let f: FileRecord = decode(Table::Files, &k, &raw)?;
-            if matches!(f.index_status, IndexStatus::Pending | IndexStatus::Processing)
-                && f.index_attempts < MAX_ATTEMPTS
+            if matches!(
+                f.index_status,
+                IndexStatus::Pending | IndexStatus::Processing
+            ) && f.index_attempts < MAX_ATTEMPTS
             {
                 let mut pending = f;
                 pending.index_status = IndexStatus::Pending;

@@ -218,7 +218,8 @@ fn op_rules(schema: &mut schemars::Schema) {
             then["required"] = serde_json::json!([required, "targets"]);
         }
         if required == "reason" {
-            then["properties"]["reason"] = serde_json::json!({ "type": "string", "pattern": "\\S" });
+            then["properties"]["reason"] =
+                serde_json::json!({ "type": "string", "pattern": "\\S" });
             then["properties"]["memory"] = serde_json::json!(false);
         }
         serde_json::json!({

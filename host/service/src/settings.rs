@@ -20,8 +20,11 @@ pub(crate) struct Settings {
 }
 
 fn invalid(e: impl std::fmt::Display) -> MemError {
-    MemError::new(ErrorCode::ConfigInvalid, format!("mem.toml is invalid: {e}"))
-        .with_hint("fix mem.toml by hand first; the edit was not applied")
+    MemError::new(
+        ErrorCode::ConfigInvalid,
+        format!("mem.toml is invalid: {e}"),
+    )
+    .with_hint("fix mem.toml by hand first; the edit was not applied")
 }
 
 impl Settings {

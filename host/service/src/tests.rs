@@ -49,7 +49,10 @@ use mem_core::MemResult;
 
 fn fresh_key() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    format!("test-{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    format!(
+        "test-{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
 }
 
 fn owner() -> crate::Actor {
@@ -67,7 +70,10 @@ fn identical_bytes_are_stored_once() {
     assert_eq!(svc.store().blob_refcount(&a.file.sha256).unwrap(), 2);
     svc.remove_path(&a.file.id, false).unwrap();
     assert_eq!(svc.store().blob_refcount(&a.file.sha256).unwrap(), 1);
-    assert_eq!(svc.read_file("/b/two.txt", u64::MAX).unwrap().1, b"same bytes");
+    assert_eq!(
+        svc.read_file("/b/two.txt", u64::MAX).unwrap().1,
+        b"same bytes"
+    );
     svc.remove_path("/b/two.txt", false).unwrap();
     assert!(svc.store().get_blob(&a.file.sha256).unwrap().is_none());
 }

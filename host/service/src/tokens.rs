@@ -434,7 +434,10 @@ mod tests {
         // A past expiry is refused at creation; an expired record is refused at use.
         let mut r = req("b", &["read"]);
         r.expires = Some("2000-01-01T00:00:00Z".into());
-        assert_eq!(s.create_token(&r).unwrap_err().code, ErrorCode::Unprocessable);
+        assert_eq!(
+            s.create_token(&r).unwrap_err().code,
+            ErrorCode::Unprocessable
+        );
         r.expires = Some("1s".into());
         let t = s.create_token(&r).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(1100));

@@ -4,8 +4,8 @@
 
 use super::memory::MemoryFields;
 use super::output::{Out, preview, set_exit_status, to_json};
-use clap::{Args, Subcommand};
 use crate::client::Client;
+use clap::{Args, Subcommand};
 use mem_core::time::to_rfc3339;
 use mem_core::{ErrorCode, MemError, MemResult};
 use mem_service::check::{CheckRequest, CheckStatus};
@@ -15,9 +15,7 @@ use mem_service::ops::govern::{
     ReviewShow,
 };
 use mem_service::ops::recall::Types;
-use mem_service::{
-    AuditQuery, Evidence, EvidenceStance, MemoryDraft, Proposal, ProposalRequest,
-};
+use mem_service::{AuditQuery, Evidence, EvidenceStance, MemoryDraft, Proposal, ProposalRequest};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 

@@ -3,6 +3,7 @@
 //! `MEM_TOKEN` when it is set.
 
 use super::serve::runtime;
+use crate::client::{Remote, Served};
 use crate::workspace;
 use mem_core::MemResult;
 use mem_service::access::Access;
@@ -10,16 +11,40 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub fn mcp(dir: &Path) -> MemResult<()> {
-    let ws = workspace::open(dir).map_err(|e| match e.code {
-        mem_core::ErrorCode::StoreLocked => workspace::explain_lock(dir, e).with_hint(
-            "a `mem-host serve` holds this workspace: point the agent at its MCP endpoint (http://127.0.0.1:7373/mcp with a token), or stop the server",
-        ),
-        _ => e,
-    })?;
+    let token = std::env::var("MEM_TOKEN")
+        .ok()
+        .filter(|s| !s.trim().is_empty());
+    let ws = match workspace::open(dir) {
+        Ok(ws) => ws,
+        // A running `serve` holds the workspace: the session's operations
+        // run there, as the owner or as the token.
+        Err(e) if e.code == mem_core::ErrorCode::StoreLocked => {
+            let Some(remote) = Remote::connect(dir)? else {
+                return Err(workspace::explain_lock(dir, e));
+            };
+            let served = Served::new(remote.acting_as(token), dir)?;
+            check_token(&served)?;
+            return runtime()?.block_on(mem_server::mcp::serve_stdio_through(
+                Arc::new(served),
+                Access::owner(),
+            ));
+        }
+        Err(e) => return Err(e),
+    };
     let svc = Arc::clone(&ws.service);
-    let access = match std::env::var("MEM_TOKEN") {
-        Ok(secret) if !secret.trim().is_empty() => svc.authenticate(&secret)?,
-        _ => Access::owner(),
+    let access = match token {
+        Some(secret) => svc.authenticate(&secret)?,
+        None => Access::owner(),
     };
     runtime()?.block_on(mem_server::mcp::serve_stdio(svc, access))
+}
+
+/// Refuses a bad `MEM_TOKEN` at start, as a session on a free workspace
+/// does, instead of failing every tool call.
+fn check_token(served: &Served) -> MemResult<()> {
+    use mem_server::mcp::Backend;
+    match served.run(&Access::owner(), "workspace.types", serde_json::json!({})) {
+        Err(e) if e.code == mem_core::ErrorCode::Unauthorized => Err(e),
+        _ => Ok(()),
+    }
 }

@@ -334,7 +334,10 @@ fn parse_line(line_no: usize, raw: &[u8]) -> Option<MemResult<Item>> {
         Err(e) => {
             return Some(Err(MemError::new(
                 ErrorCode::BadEncoding,
-                format!("line {line_no} is not UTF-8 text (byte {})", e.valid_up_to() + 1),
+                format!(
+                    "line {line_no} is not UTF-8 text (byte {})",
+                    e.valid_up_to() + 1
+                ),
             )
             .with_hint("save the file as UTF-8; the other lines are stored")
             .with_details(serde_json::json!({ "line": line_no }))));

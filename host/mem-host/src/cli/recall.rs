@@ -3,11 +3,11 @@
 //! (the embedding model, per user) and `reindex --all`.
 
 use super::output::{Out, preview, to_json};
+use crate::client::Client;
 use clap::{Args, Subcommand};
 use mem_core::index::LaneStatus;
 use mem_core::{MemError, MemResult};
-use mem_index::models;
-use crate::client::Client;
+use mem_models as models;
 use mem_service::ops::admin::{Reindex, ReindexMode, ReindexReport, Reprocess};
 use mem_service::recall::{ContextPack, ContextRequest, SearchQuery, SearchResult};
 use std::io::{BufRead, BufReader};

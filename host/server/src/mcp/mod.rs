@@ -18,15 +18,16 @@ use axum::http::request::Parts;
 use mem_core::{ErrorCode, MemError, MemResult};
 use mem_service::Service;
 use mem_service::access::Access;
-use mem_service::door::Caller;
+use mem_service::WorkspaceConfig;
+use mem_service::door::{Done, Operation, find};
 use mem_service::ops::files::ReadFile;
 use mem_service::ops::memories::GetMemory;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
-    Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -34,8 +35,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde::Serialize;
 use serde_json::Value;
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
 use tools::ToolDef;
 
@@ -53,8 +54,8 @@ cited items in lanes (must, should, context, provisional, conflict). Treat \
 2. Cite what you use: mem://memory/ID for a memory, mem://file/ID#L10-24 for \
 lines of a file (the `citation` field of every item and hit). Read a cited \
 item in full with resources/read or mem_memory_get / mem_get.
-3. An empty or thin pack is a retry signal, not an answer: read its `trace` \
-(`missing` terms, `hidden_by_filter`, `suggestions`), then rephrase, use \
+3. An empty or thin pack is a retry signal, not an answer: read its \
+`suggestions`, `missing` terms and `trace.hidden_by_filter`, then rephrase, use \
 synonyms, drop filters or widen `scope`, or try mem_search. Say so when \
 memory still has nothing.
 4. To record something new, prefer mem_propose (the workspace's gate decides \
@@ -71,10 +72,30 @@ mem_archive unless the user asked to forget.
 constraints.
 7. A failed call returns {\"code\", \"message\", \"hint\"}: follow the hint.";
 
+/// Where a session's operations run: this process's service, or the
+/// `serve` that holds the workspace (a stdio session started while it
+/// runs reaches it over the owner's socket).
+pub trait Backend: Send + Sync + 'static {
+    /// The workspace's settings: its types and limits tailor the tools' schemas.
+    fn config(&self) -> Arc<WorkspaceConfig>;
+    /// Runs the operation `name` with its JSON request, as `access`.
+    fn run(&self, access: &Access, name: &str, args: Value) -> MemResult<Done<Value>>;
+}
+
+impl Backend for Service {
+    fn config(&self) -> Arc<WorkspaceConfig> {
+        Service::config(self)
+    }
+
+    fn run(&self, access: &Access, name: &str, args: Value) -> MemResult<Done<Value>> {
+        find(name)?.run_json(&self.caller(access), args)
+    }
+}
+
 /// The MCP handler: one per stdio session or HTTP session.
 #[derive(Clone)]
 pub struct MemMcp {
-    svc: Arc<Service>,
+    backend: Arc<dyn Backend>,
     /// The caller of a stdio session. `None` over HTTP, where every request
     /// carries its own access (and a request without one is refused).
     local: Option<Access>,
@@ -99,18 +120,7 @@ pub async fn serve_stdio(svc: Arc<Service>, access: Access) -> Result<(), MemErr
             .spawn(move || svc.run_worker(&stop))
             .map_err(|e| MemError::io("cannot start the worker", &e))?
     };
-    let session = async {
-        let running = MemMcp::local(svc.clone(), access)
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| MemError::internal(format!("MCP stdio session failed to start: {e}")))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| MemError::internal(format!("MCP stdio session failed: {e}")))?;
-        Ok::<_, MemError>(())
-    };
-    let result = session.await;
+    let result = serve_stdio_through(svc.clone(), access).await;
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     svc.wake_worker();
     let _ = tokio::task::spawn_blocking(move || worker.join()).await;
@@ -119,6 +129,20 @@ pub async fn serve_stdio(svc: Arc<Service>, access: Access) -> Result<(), MemErr
         .await
         .map_err(|e| MemError::internal(e.to_string()))??;
     result
+}
+
+/// Serves MCP over stdin/stdout as `access` until stdin closes, running
+/// each operation on `backend` (whose owner processes what writes queue).
+pub async fn serve_stdio_through(backend: Arc<dyn Backend>, access: Access) -> MemResult<()> {
+    let running = MemMcp::local(backend, access)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| MemError::internal(format!("MCP stdio session failed to start: {e}")))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| MemError::internal(format!("MCP stdio session failed: {e}")))?;
+    Ok(())
 }
 
 /// The streamable HTTP MCP service, to mount at `/mcp` behind the auth
@@ -178,10 +202,10 @@ fn unauthenticated() -> MemError {
 
 /// The tools with their schemas, built once per process (the workspace's
 /// types are fixed while it runs).
-fn listed(svc: &Service) -> &'static (Vec<ToolDef>, Vec<Tool>) {
+fn listed(backend: &dyn Backend) -> &'static (Vec<ToolDef>, Vec<Tool>) {
     static TOOLS: OnceLock<(Vec<ToolDef>, Vec<Tool>)> = OnceLock::new();
     TOOLS.get_or_init(|| {
-        let config = svc.config();
+        let config = backend.config();
         let defs = tools::tools();
         let listed = defs
             .iter()
@@ -207,16 +231,19 @@ fn listed(svc: &Service) -> &'static (Vec<ToolDef>, Vec<Tool>) {
 
 impl MemMcp {
     /// A stdio session acting as `access`.
-    pub fn local(svc: Arc<Service>, access: Access) -> Self {
+    pub fn local(backend: Arc<dyn Backend>, access: Access) -> Self {
         Self {
-            svc,
+            backend,
             local: Some(access),
         }
     }
 
     /// An HTTP session: each request's access comes from its extensions.
-    pub fn remote(svc: Arc<Service>) -> Self {
-        Self { svc, local: None }
+    pub fn remote(backend: Arc<dyn Backend>) -> Self {
+        Self {
+            backend,
+            local: None,
+        }
     }
 
     /// The caller of one request.
@@ -232,31 +259,34 @@ impl MemMcp {
         self.local.clone().ok_or_else(unauthenticated)
     }
 
-    /// Runs `f` as the request's caller on the blocking pool.
-    async fn with_caller<T, F>(&self, ext: &Extensions, f: F) -> MemResult<T>
-    where
-        T: Send + 'static,
-        F: for<'a> FnOnce(Caller<'a>) -> MemResult<T> + Send + 'static,
-    {
+    /// Runs the operation `name` as the request's caller on the blocking pool.
+    async fn run_op(&self, ext: &Extensions, name: &'static str, args: Value) -> MemResult<Done<Value>> {
         let access = self.access_of(ext)?;
-        let svc = Arc::clone(&self.svc);
-        tokio::task::spawn_blocking(move || f(svc.caller(&access)))
+        let backend = Arc::clone(&self.backend);
+        tokio::task::spawn_blocking(move || backend.run(&access, name, args))
             .await
             .map_err(|e| MemError::internal(format!("the request's worker failed: {e}")))?
     }
 
+    /// Runs `op` as the request's caller.
+    async fn run_typed<O: Operation>(&self, ext: &Extensions, op: O) -> MemResult<O::Output> {
+        let args = serde_json::to_value(&op)
+            .map_err(|e| MemError::internal(format!("cannot encode the request: {e}")))?;
+        let done = self.run_op(ext, O::NAME, args).await?;
+        serde_json::from_value(done.value)
+            .map_err(|e| MemError::internal(format!("cannot read the answer: {e}")))
+    }
+
     /// Runs the tool `name` with `args`.
     async fn call(&self, name: &str, ext: &Extensions, args: JsonObject) -> CallToolResult {
-        let (defs, _) = listed(&self.svc);
+        let (defs, _) = listed(self.backend.as_ref());
         let Some(def) = defs.iter().find(|d| d.name == name).copied() else {
             return tool_error(
                 &MemError::new(ErrorCode::NotFound, format!("no tool {name:?}"))
                     .with_hint("list the tools with tools/list"),
             );
         };
-        let result = self
-            .with_caller(ext, move |c| def.op.run_json(&c, Value::Object(args)))
-            .await;
+        let result = self.run_op(ext, def.op.name, Value::Object(args)).await;
         match result {
             Ok(done) => tool_ok(done.value),
             Err(e) => tool_error(&e),
@@ -316,11 +346,17 @@ impl ServerHandler for MemMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(listed(&self.svc).1.clone()))
+        Ok(ListToolsResult::with_all_items(
+            listed(self.backend.as_ref()).1.clone(),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        listed(&self.svc).1.iter().find(|t| t.name == name).cloned()
+        listed(self.backend.as_ref())
+            .1
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
     }
 
     async fn call_tool(
@@ -356,16 +392,17 @@ impl ServerHandler for MemMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let page = self
-            .with_caller(&context.extensions, |c| {
-                c.run(mem_service::ListMemories {
+            .run_typed(
+                &context.extensions,
+                mem_service::ListMemories {
                     limit: Some(LISTED_RESOURCES),
                     ..Default::default()
-                })
-            })
+                },
+            )
             .await;
         // Listing is a convenience: a caller without the read scope sees none.
         let items = match page {
-            Ok(p) => p.value.items,
+            Ok(p) => p.items,
             Err(e) if e.code == ErrorCode::Forbidden => Vec::new(),
             Err(e) => return Err(protocol_error(&e)),
         };
@@ -388,16 +425,20 @@ impl ServerHandler for MemMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.clone();
-        let text = self
-            .with_caller(&context.extensions, move |c| match parse_uri(&request.uri)? {
-                MemUri::Memory(id) => pretty(&c.run(GetMemory { id: id.into() })?.value),
+        let ext = &context.extensions;
+        let text = async {
+            match parse_uri(&request.uri)? {
+                MemUri::Memory(id) => pretty(&self.run_typed(ext, GetMemory { id: id.into() }).await?),
                 MemUri::File(id) => {
-                    let read = c
-                        .run(ReadFile {
-                            target: id.into(),
-                            max_chars: None,
-                        })?
-                        .value;
+                    let read = self
+                        .run_typed(
+                            ext,
+                            ReadFile {
+                                target: id.into(),
+                                max_chars: None,
+                            },
+                        )
+                        .await?;
                     read.content.ok_or_else(|| {
                         MemError::bad_request(format!(
                             "{} is binary ({}); it has no text to read",
@@ -406,9 +447,10 @@ impl ServerHandler for MemMcp {
                         .with_hint("search it with mem_search instead")
                     })
                 }
-            })
-            .await
-            .map_err(|e| protocol_error(&e))?;
+            }
+        }
+        .await
+        .map_err(|e| protocol_error(&e))?;
         Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri)]).into())
     }
 }

@@ -24,7 +24,7 @@ fn errors_are_tool_results_with_the_one_error_document() {
 #[test]
 fn the_tool_list_is_the_agent_surface_only() {
     let (_d, svc) = service();
-    let tools = &listed(&svc).1;
+    let tools = &listed(svc.as_ref()).1;
     let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
     assert_eq!(
@@ -67,7 +67,12 @@ fn required(t: &Tool) -> Vec<String> {
     t.input_schema
         .get("required")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -76,7 +81,7 @@ fn required(t: &Tool) -> Vec<String> {
 #[test]
 fn regression_input_schemas_require_what_the_server_requires() {
     let (_d, svc) = service();
-    let tools = &listed(&svc).1;
+    let tools = &listed(svc.as_ref()).1;
     let find = |n: &str| tools.iter().find(|t| t.name == n).unwrap();
     assert!(required(find("mem_remember")).contains(&"idempotency_key".to_string()));
     let forget = find("mem_forget");
@@ -92,7 +97,10 @@ fn regression_input_schemas_require_what_the_server_requires() {
     }
     // The workspace's own types are the kinds an agent may name.
     let kinds = &find("mem_remember").input_schema["properties"]["kind"]["enum"];
-    assert!(kinds.as_array().unwrap().contains(&"decision".into()), "{kinds}");
+    assert!(
+        kinds.as_array().unwrap().contains(&"decision".into()),
+        "{kinds}"
+    );
 }
 
 #[test]
@@ -122,7 +130,7 @@ fn resource_uris_parse() {
 #[test]
 fn a_remote_request_without_access_is_refused() {
     let (_d, svc) = service();
-    let remote = MemMcp::remote(Arc::clone(&svc));
+    let remote = MemMcp::remote(svc.clone());
     let mut ext = Extensions::new();
     assert_eq!(
         remote.access_of(&ext).unwrap_err().code,
@@ -164,7 +172,8 @@ async fn regression_a_retried_archive_returns_the_first_answer() {
         .as_str()
         .unwrap()
         .to_string();
-    let archive = args(serde_json::json!({"id": id, "expected_version": 1, "idempotency_key": "a1"}));
+    let archive =
+        args(serde_json::json!({"id": id, "expected_version": 1, "idempotency_key": "a1"}));
     let first = mcp.call("mem_archive", &ext, archive.clone()).await;
     assert_eq!(first.is_error, Some(false), "{first:?}");
     let again = mcp.call("mem_archive", &ext, archive).await;

@@ -8,7 +8,6 @@ mod params;
 mod raw;
 pub(crate) mod table;
 
-
 use crate::error::ApiError;
 use crate::{AppState, auth, metrics::Metrics};
 use axum::body::Bytes;
@@ -39,13 +38,28 @@ pub(crate) async fn call<T: Send + 'static>(
     tokio::task::spawn_blocking(move || f(svc.caller(&access)))
         .await
         .map_err(|e| MemError::internal(format!("request worker failed: {e}")))?
-        .map_err(ApiError)
+        .map_err(|e| ApiError(over_http(e)))
+}
+
+/// Says an error the way an HTTP client fixes it: a missing idempotency
+/// key is a header to send.
+fn over_http(e: MemError) -> MemError {
+    let field = e.details.get("field").and_then(Value::as_str);
+    if e.code == mem_core::ErrorCode::BadRequest && field == Some("/idempotency_key") {
+        return e.with_hint(
+            "send an Idempotency-Key header (or idempotency_key in the body): unique per intended write, reused only to retry it",
+        );
+    }
+    e
 }
 
 /// The answer of a route: 201 when it made something, 200 for a replay
 /// (marked `replayed` and by the `Idempotent-Replayed` header).
 pub(crate) fn answer(route: &Route, done: Done<Value>) -> Response {
-    let Done { mut value, replayed } = done;
+    let Done {
+        mut value,
+        replayed,
+    } = done;
     let status = if route.created && !replayed {
         StatusCode::CREATED
     } else {
@@ -66,8 +80,9 @@ pub(crate) fn answer(route: &Route, done: Done<Value>) -> Response {
 fn too_large(upload: bool) -> ApiError {
     let flag = if upload { "--max-upload" } else { "--max-body" };
     ApiError(
-        MemError::new(ErrorCode::PayloadTooLarge, "request body is too large")
-            .with_hint(format!("split the request, or raise the limit with `serve {flag}`")),
+        MemError::new(ErrorCode::PayloadTooLarge, "request body is too large").with_hint(format!(
+            "split the request, or raise the limit with `serve {flag}`"
+        )),
     )
 }
 
@@ -128,8 +143,9 @@ pub(crate) fn request_args(
     } else if !bytes.iter().all(u8::is_ascii_whitespace) {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| {
             ApiError(
-                MemError::bad_request(format!("the body is not JSON: {e}"))
-                    .with_hint("send a JSON object matching the operation's schema in /v1/openapi.json"),
+                MemError::bad_request(format!("the body is not JSON: {e}")).with_hint(
+                    "send a JSON object matching the operation's schema in /v1/openapi.json",
+                ),
             )
         })?;
         match v {
@@ -209,8 +225,11 @@ async fn no_route() -> ApiError {
 
 async fn wrong_method() -> ApiError {
     ApiError(
-        MemError::new(ErrorCode::MethodNotAllowed, "this route does not take that method")
-            .with_hint("the methods of each route are described at /v1/openapi.json"),
+        MemError::new(
+            ErrorCode::MethodNotAllowed,
+            "this route does not take that method",
+        )
+        .with_hint("the methods of each route are described at /v1/openapi.json"),
     )
 }
 
@@ -228,7 +247,9 @@ fn api(state: &AppState) -> Router<AppState> {
     let mut by_path: BTreeMap<&'static str, MethodRouter<AppState>> = BTreeMap::new();
     for route in table::routes() {
         let handler = match route.kind {
-            Kind::Json => json_route(route).layer(DefaultBodyLimit::max(state.opts.json_body_limit)),
+            Kind::Json => {
+                json_route(route).layer(DefaultBodyLimit::max(state.opts.json_body_limit))
+            }
             Kind::Upload | Kind::DocumentIn => {
                 raw::upload_route(route).layer(DefaultBodyLimit::disable())
             }

@@ -145,8 +145,10 @@ pub(crate) fn add_key(args: &mut Map<String, Value>, header: Option<&str>) -> Re
     let Some(h) = header else { return Ok(()) };
     match args.get("idempotency_key") {
         Some(Value::String(b)) if b != h => Err(ApiError(
-            MemError::bad_request("the Idempotency-Key header and the body's idempotency_key differ")
-                .with_hint("send the key once"),
+            MemError::bad_request(
+                "the Idempotency-Key header and the body's idempotency_key differ",
+            )
+            .with_hint("send the key once"),
         )),
         _ => {
             args.insert("idempotency_key".into(), Value::String(h.to_string()));
@@ -174,7 +176,10 @@ mod tests {
         add_query(&mut args, &types, Some("tags=a&tags=b&replace=true&wait=2")).unwrap();
         assert_eq!(args["tags"], serde_json::json!(["a", "b"]));
         assert_eq!(args["replace"], true);
-        assert_eq!(args["wait"], "2", "a bad boolean stays text for the decoder to name");
+        assert_eq!(
+            args["wait"], "2",
+            "a bad boolean stays text for the decoder to name"
+        );
     }
 
     #[test]

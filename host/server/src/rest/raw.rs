@@ -6,13 +6,13 @@ use super::table::{Kind, Route};
 use super::{answer, call, params, path_params, request_args};
 use crate::AppState;
 use crate::error::ApiError;
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::RawPathParamsRejection;
 use axum::extract::{RawPathParams, State};
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, get, post};
-use axum::Extension;
 use futures_util::StreamExt;
 use mem_core::MemError;
 use mem_service::access::Access;
@@ -51,7 +51,9 @@ pub(super) fn upload_route(route: Route) -> MethodRouter<AppState> {
                                 return Err(super::too_large(true));
                             }
                             let bytes = bytes.map_err(|e| {
-                                ApiError(MemError::bad_request(format!("cannot read the body: {e}")))
+                                ApiError(MemError::bad_request(format!(
+                                    "cannot read the body: {e}"
+                                )))
                             })?;
                             let results = call(&st, access, move |c| {
                                 let req: ImportDocument = c.decode(Value::Object(args))?;
@@ -103,7 +105,9 @@ fn limited(body: Body, limit: usize, over: Arc<AtomicBool>) -> ByteStream {
             seen += chunk.len();
             if seen > limit {
                 over.store(true, Ordering::SeqCst);
-                return Err(std::io::Error::other("the body is larger than the upload limit"));
+                return Err(std::io::Error::other(
+                    "the body is larger than the upload limit",
+                ));
             }
             Ok(chunk)
         })

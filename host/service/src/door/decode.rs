@@ -60,15 +60,51 @@ impl Caller<'_> {
         whole_numbers(&mut args);
         let validator = self.svc.validator::<O>()?;
         if let Some(e) = validator.iter_errors(&args).next() {
-            return Err(shape_error(O::NAME, &e));
+            let config = self.svc.config();
+            let schema = request_schema::<O>(&config);
+            return Err(
+                field_error(&schema, &config, &e).unwrap_or_else(|| shape_error(O::NAME, &e))
+            );
         }
         decode_args(O::NAME, args)
     }
 }
 
+/// A field whose rule has a code of its own (a path breaks `bad_path`, a
+/// kind names an `unknown_memory_type`) is answered with that code and the
+/// rule's own words, not a regular expression.
+fn field_error(
+    schema: &Value,
+    config: &crate::WorkspaceConfig,
+    e: &jsonschema::ValidationError<'_>,
+) -> Option<MemError> {
+    let at = e.schema_path.to_string();
+    let (parent, keyword) = at.rsplit_once('/')?;
+    let node = schema.pointer(parent)?;
+    let value = e.instance.as_str()?;
+    let field = e.instance_path.to_string();
+    let with_field = |err: MemError| {
+        let mut details = err.details.clone();
+        if let Some(d) = details.as_object_mut() {
+            d.insert("field".into(), field.clone().into());
+        }
+        err.with_details(details)
+    };
+    if node.get("x-mem-check").and_then(Value::as_str) == Some("path") {
+        return mem_core::VPath::parse(value).err().map(with_field);
+    }
+    if keyword == "enum" && node.get("x-mem-enum").and_then(Value::as_str) == Some("types") {
+        return config.types.registry.resolve(value).err().map(with_field);
+    }
+    None
+}
+
 /// The first way `args` breaks the schema, as the error a client acts on.
 fn shape_error(operation: &str, e: &jsonschema::ValidationError<'_>) -> MemError {
-    let field = e.instance_path.to_string();
+    let mut field = e.instance_path.to_string();
+    if let jsonschema::error::ValidationErrorKind::Required { property } = &e.kind {
+        field = format!("{field}/{}", property.as_str().unwrap_or_default());
+    }
     let keyword = e
         .schema_path
         .to_string()
@@ -76,8 +112,7 @@ fn shape_error(operation: &str, e: &jsonschema::ValidationError<'_>) -> MemError
         .next()
         .unwrap_or_default()
         .to_string();
-    let missing_confirm = matches!(&e.kind, jsonschema::error::ValidationErrorKind::Required { property } if property == "confirm");
-    if field == "/confirm" || missing_confirm {
+    if field == "/confirm" {
         return MemError::new(
             ErrorCode::ConfirmationRequired,
             format!("{operation} erases content for good and needs confirm: true"),
@@ -154,8 +189,7 @@ mod tests {
 
     #[test]
     fn whole_floats_are_integers_and_fractions_are_not() {
-        let r: Req =
-            decode_args("t", serde_json::json!({"n": 2.0, "f": 3, "neg": -4.0})).unwrap();
+        let r: Req = decode_args("t", serde_json::json!({"n": 2.0, "f": 3, "neg": -4.0})).unwrap();
         assert_eq!((r.n, r.f, r.neg), (2, 3.0, Some(-4)));
         let e = decode_args::<Req>("t", serde_json::json!({"n": 2.5, "f": 1})).unwrap_err();
         assert_eq!(e.code, ErrorCode::BadRequest);

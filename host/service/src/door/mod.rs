@@ -13,8 +13,8 @@ mod decode;
 mod registry;
 mod replay;
 
-pub use decode::{decode_args, request_schema};
 pub(crate) use decode::Shapes;
+pub use decode::{decode_args, request_schema};
 pub use registry::{OpEntry, entry, find, registry};
 pub use replay::StoredReply;
 

@@ -66,6 +66,9 @@ impl OpEntry {
 }
 
 fn run_json<O: Operation>(c: &Caller<'_>, args: Value) -> MemResult<Done<Value>> {
+    // Who may ask comes before what was asked: a caller without the scope
+    // learns nothing from a validation error.
+    c.require(O::SCOPE)?;
     let op: O = c.decode(args)?;
     let done = c.run(op)?;
     let value = serde_json::to_value(&done.value)
@@ -156,7 +159,12 @@ pub fn registry() -> &'static [OpEntry] {
 /// The operation called `name`.
 pub fn find(name: &str) -> MemResult<&'static OpEntry> {
     registry().iter().find(|e| e.name == name).ok_or_else(|| {
-        MemError::new(mem_core::ErrorCode::NotFound, format!("no operation {name:?}"))
-            .with_hint("the client and the server are different versions of mem-host; use the same binary")
+        MemError::new(
+            mem_core::ErrorCode::NotFound,
+            format!("no operation {name:?}"),
+        )
+        .with_hint(
+            "the client and the server are different versions of mem-host; use the same binary",
+        )
     })
 }

@@ -16,8 +16,8 @@ pub use review::{EvidenceView, ReviewItem};
 
 use crate::Service;
 use crate::audit::{Actor, AuditDraft, verdict_details};
-pub use crate::requests::{Evidence, EvidenceStance, ProposalOp, ProposalRequest};
 use crate::records::{encode, load, scan_all, transact};
+pub use crate::requests::{Evidence, EvidenceStance, ProposalOp, ProposalRequest};
 use mem_core::hash::sha256_hex;
 use mem_core::id::new_id;
 use mem_core::model::{Lifecycle, Memory};
@@ -137,7 +137,11 @@ impl Service {
     /// Runs a proposal through the gate. `Ok` for auto-approved and queued
     /// proposals; a rejected one is stored, audited as `propose-denied`,
     /// and returned as a `write_rejected` error carrying every reason.
-    pub(crate) fn propose(&self, req: &ProposalRequest, actor: &Actor) -> MemResult<ProposalOutcome> {
+    pub(crate) fn propose(
+        &self,
+        req: &ProposalRequest,
+        actor: &Actor,
+    ) -> MemResult<ProposalOutcome> {
         let result = self.propose_inner(req, actor);
         if let Err(e) = &result
             && e.code != ErrorCode::WriteRejected

@@ -160,7 +160,12 @@ impl Service {
         Ok(p)
     }
 
-    pub(crate) fn review_reject(&self, id: &str, reviewer: &Actor, reason: &str) -> MemResult<Proposal> {
+    pub(crate) fn review_reject(
+        &self,
+        id: &str,
+        reviewer: &Actor,
+        reason: &str,
+    ) -> MemResult<Proposal> {
         let reason = reason.trim();
         if reason.is_empty() {
             return Err(

@@ -20,8 +20,11 @@ use std::sync::Arc;
 
 fn plugin_host(svc: &Service) -> MemResult<&Arc<dyn PluginHost>> {
     svc.plugins().ok_or_else(|| {
-        MemError::new(ErrorCode::PluginFailed, "this process runs without a plugin runtime")
-            .with_hint("open the workspace with its plugins (mem-host does by default)")
+        MemError::new(
+            ErrorCode::PluginFailed,
+            "this process runs without a plugin runtime",
+        )
+        .with_hint("open the workspace with its plugins (mem-host does by default)")
     })
 }
 
@@ -104,7 +107,10 @@ impl Operation for PluginInstall {
             &format!("plugin:{}", info.manifest.name),
             vec![format!(
                 "{} {} ({}), sha256 {}",
-                info.manifest.name, info.manifest.version, info.manifest.world, info.manifest.sha256
+                info.manifest.name,
+                info.manifest.version,
+                info.manifest.world,
+                info.manifest.sha256
             )],
         )?;
         Ok(info)
@@ -641,15 +647,16 @@ impl Caller<'_> {
         let scope = VPath::parse(&req.path)?;
         self.access.may_write_at(&scope)?;
         if bytes.is_empty() {
-            return Err(MemError::new(ErrorCode::Unprocessable, "the document is empty")
-                .with_hint("send the document's content"));
+            return Err(
+                MemError::new(ErrorCode::Unprocessable, "the document is empty")
+                    .with_hint("send the document's content"),
+            );
         }
         if std::str::from_utf8(bytes).is_err() {
-            return Err(MemError::new(
-                ErrorCode::Unprocessable,
-                "the document is not UTF-8 text",
-            )
-            .with_hint("convert the document to UTF-8 first"));
+            return Err(
+                MemError::new(ErrorCode::Unprocessable, "the document is not UTF-8 text")
+                    .with_hint("convert the document to UTF-8 first"),
+            );
         }
         let results = self.svc.import_document(
             req.adapter.as_deref().unwrap_or(DEFAULT_ADAPTER),

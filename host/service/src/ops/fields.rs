@@ -18,6 +18,7 @@ pub fn path(_: &mut SchemaGenerator) -> Schema {
         "pattern": path_pattern(),
         "minLength": 1,
         "maxLength": MAX_PATH_CHARS,
+        "x-mem-check": "path",
     })
 }
 
@@ -149,10 +150,7 @@ pub fn tailor(schema: &mut serde_json::Value, config: &crate::WorkspaceConfig) {
                 o.insert("enum".into(), names.into());
             }
             if o.get("x-mem-limit").and_then(|v| v.as_str()) == Some("max_memory_chars") {
-                o.insert(
-                    "maxLength".into(),
-                    config.limits.max_memory_chars.into(),
-                );
+                o.insert("maxLength".into(), config.limits.max_memory_chars.into());
             }
             // Whole numbers the server reads as fixed-width integers.
             let bound = match o.get("format").and_then(|f| f.as_str()) {
@@ -202,7 +200,10 @@ pub fn file_path(g: &mut SchemaGenerator) -> Schema {
     let mut s = path(g);
     s.insert(
         "pattern".into(),
-        path_pattern().replacen("^/(?:", "^/(", 1).replace(")?$", ")$").into(),
+        path_pattern()
+            .replacen("^/(?:", "^/(", 1)
+            .replace(")?$", ")$")
+            .into(),
     );
     s.insert("minLength".into(), 2.into());
     s
@@ -263,7 +264,12 @@ mod tests {
     #[test]
     fn a_file_path_is_a_path_below_the_root() {
         let mut g = SchemaGenerator::default();
-        let pattern = file_path(&mut g).get("pattern").unwrap().as_str().unwrap().to_string();
+        let pattern = file_path(&mut g)
+            .get("pattern")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string();
         let re = regex::Regex::new(&pattern).unwrap();
         assert!(!re.is_match("/"));
         assert!(re.is_match("/a/b.md"));

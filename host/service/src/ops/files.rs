@@ -9,6 +9,7 @@ use mem_core::model::FileRecord;
 use mem_core::{ErrorCode, MemError, MemResult, VPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::io::Read;
 
 /// `files.put`: store a file. Over JSON (MCP) the content is inline, as
@@ -59,10 +60,10 @@ impl Operation for PutFileRequest {
                     .with_hint("send `content` (text) or `content_base64` (binary)"));
             }
             (Some(_), Some(_)) => {
-                return Err(MemError::bad_request(
-                    "content and content_base64 are both given",
-                )
-                .with_hint("send one of them"));
+                return Err(
+                    MemError::bad_request("content and content_base64 are both given")
+                        .with_hint("send one of them"),
+                );
             }
         };
         Ok(c.put_stream(self, &mut &bytes[..])?.value)
@@ -78,6 +79,8 @@ struct PutStaged {
     sha256: String,
     size: u64,
     mime: String,
+    /// Not part of the request: a retry finds its own first upload's bytes.
+    #[serde(skip)]
     deduplicated: bool,
 }
 
@@ -128,10 +131,10 @@ impl Caller<'_> {
         let path = VPath::parse(&req.path)?;
         self.access.may_write_at(&path)?;
         if req.content.is_some() || req.content_base64.is_some() {
-            return Err(MemError::bad_request(
-                "a streamed upload carries its content in the body",
-            )
-            .with_hint("leave content and content_base64 out"));
+            return Err(
+                MemError::bad_request("a streamed upload carries its content in the body")
+                    .with_hint("leave content and content_base64 out"),
+            );
         }
         if path.is_root() {
             return Err(
@@ -262,9 +265,7 @@ impl Operation for ReadFile {
         }
         .run(c)?;
         // At most 4 bytes a character, one more character to know it was cut.
-        let (file, bytes) = c
-            .svc
-            .read_file(&self.target, (max_chars as u64 + 1) * 4)?;
+        let (file, bytes) = c.svc.read_file(&self.target, (max_chars as u64 + 1) * 4)?;
         let citation = format!("mem://file/{}", file.id);
         let complete = bytes.len() as u64 == file.size;
         let text = match std::str::from_utf8(&bytes) {
@@ -431,6 +432,13 @@ impl Operation for Remove {
     }
 
     fn run(self, c: &Caller<'_>) -> MemResult<RemoveResult> {
+        if VPath::parse(&self.target).is_ok_and(|p| p.is_root()) {
+            return Err(
+                MemError::new(ErrorCode::BadPath, "the root folder cannot be removed")
+                    .with_hint("remove the folders inside it one by one, with recursive")
+                    .with_details(json!({ "path": "/" })),
+            );
+        }
         c.visible_target(Scope::Delete, &self.target)?;
         c.svc.remove_path(&self.target, self.recursive)
     }

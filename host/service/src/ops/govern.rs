@@ -64,7 +64,8 @@ impl Operation for GetProposal {
             .svc
             .proposal(&self.id)
             .map_err(|e| c.hide(e, "proposal", &self.id))?;
-        let mine = c.access.token_id().is_some() && p.proposer.token_id.as_deref() == c.access.token_id();
+        let mine =
+            c.access.token_id().is_some() && p.proposer.token_id.as_deref() == c.access.token_id();
         if c.access.has(Scope::Admin) || (mine && c.access.has(Scope::Write)) {
             Ok(p)
         } else {

@@ -91,10 +91,10 @@ impl Operation for RememberBatch {
     fn run(self, c: &Caller<'_>) -> MemResult<Self::Output> {
         c.require(Scope::Write)?;
         if self.items.is_empty() || self.items.len() > MAX_BATCH {
-            return Err(MemError::bad_request(format!(
-                "a batch holds 1 to {MAX_BATCH} memories"
-            ))
-            .with_hint("split the batch"));
+            return Err(
+                MemError::bad_request(format!("a batch holds 1 to {MAX_BATCH} memories"))
+                    .with_hint("split the batch"),
+            );
         }
         let mut results: Vec<Option<MemResult<RememberOutcome>>> = Vec::new();
         let mut allowed = Vec::new();

@@ -186,8 +186,6 @@ pub struct PackTrace {
     pub rejected_by_gate: Vec<Rejected>,
     pub packed: usize,
     pub omitted: usize,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub suggestions: Vec<String>,
 }
 
 /// memdsl EvidencePack / mem SPEC F5.
@@ -452,7 +450,7 @@ impl Service {
                     now_ms: now().timestamp_millis(),
                     path: req.scope.clone(),
                 };
-                match host.select_chain(&candidates, &sq, pool as u32) {
+                match super::selection::run_chain(host.as_ref(), &candidates, &sq, pool as u32) {
                     Ok(outcome) => {
                         if outcome.partial() {
                             partial = true;
@@ -568,7 +566,6 @@ impl Service {
                 rejected_by_gate: rejected,
                 packed: 0,
                 omitted: 0,
-                suggestions: Vec::new(),
             },
         };
         for (lane, h, why) in placed {
@@ -657,8 +654,9 @@ impl Service {
             ));
         }
         if !pack.trace.hidden_by_filter.is_empty() {
-            suggestions
-                .push("widen the filters: matching items were hidden (see hidden_by_filter)".into());
+            suggestions.push(
+                "widen the filters: matching items were hidden (see hidden_by_filter)".into(),
+            );
         }
         if !pack.trace.rejected_by_gate.is_empty() {
             suggestions.push("lower min_confidence, or review the rejected items".into());

@@ -8,6 +8,7 @@
 
 pub mod context;
 mod period;
+mod selection;
 mod sync;
 
 use crate::Service;

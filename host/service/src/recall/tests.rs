@@ -31,10 +31,7 @@ fn remember(
         content: content.into(),
         kind: kind.into(),
         path: path.into(),
-        idempotency_key: format!(
-            "{path}:{}",
-            mem_core::hash::sha256_hex(content.as_bytes())
-        ),
+        idempotency_key: format!("{path}:{}", mem_core::hash::sha256_hex(content.as_bytes())),
         ..Default::default()
     })
 }

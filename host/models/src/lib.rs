@@ -7,12 +7,22 @@
 //! file of the model verified. The registry is contacted only by
 //! `install`; loading a model never touches the network.
 
-use crate::embed::EmbedderFiles;
 use mem_core::{ErrorCode, MemError, MemResult};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+
+/// What an embedder loads: the runtime library, the ONNX graph and its
+/// tokenizer, all verified when installed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbedderFiles {
+    pub model_id: String,
+    pub dimensions: usize,
+    pub runtime_lib: PathBuf,
+    pub model: PathBuf,
+    pub tokenizer: PathBuf,
+}
 
 /// Environment variable naming the package registry's base URL (tests
 /// point it at a loopback server).
