@@ -816,8 +816,7 @@ impl Service {
     }
 }
 
-/// The actor a request names: its agent, else the local owner.
-
+/// A forgotten memory takes no more lifecycle changes.
 fn require_not_forgotten(m: &Memory, verb: &str) -> MemResult<()> {
     if m.lifecycle == Lifecycle::Forgotten {
         return Err(invalid_transition(m, verb, "the memory was forgotten"));
