@@ -79,7 +79,11 @@ impl BlobDir {
             Err(e) => return Err(io_err(format!("cannot read {}: {e}", dir.display()))),
         };
         for entry in entries {
-            remove_if_present(&entry.map_err(io_err)?.path())?;
+            let entry = entry.map_err(io_err)?;
+            // Only files are ours; anything else is left for a person to see.
+            if entry.file_type().map_err(io_err)?.is_file() {
+                remove_if_present(&entry.path())?;
+            }
         }
         Ok(())
     }
