@@ -247,29 +247,46 @@ impl Service {
             self.set_file_status(id, IndexStatus::Done, None, false)?;
             return Ok(None);
         }
-        let bytes = self
-            .store()
-            .get_blob(&f.sha256)?
-            .ok_or_else(|| MemError::internal(format!("content of {id} is missing")))?;
-        let input = FileInput {
-            id: f.id.clone(),
-            path: f.path.as_str().to_string(),
-            name: f.name.clone(),
-            mime: f.mime.clone(),
-            bytes,
-        };
-        let mut merged = ProcessedFile::default();
+        // A processor gets the whole file in its linear memory, so a file
+        // above its memory limit cannot fit: refused without reading it.
+        let plugins = host.config();
         let mut errors = Vec::new();
+        let mut fitting = Vec::new();
         for name in &processors {
-            match host.process(name, &input) {
-                Ok(p) => {
-                    merged.title = merged.title.or(p.title);
-                    merged.chunks.extend(p.chunks);
-                    merged.metadata.extend(p.metadata);
-                    merged.entities.extend(p.entities);
-                    merged.tags.extend(p.tags);
+            let limit = plugins.limits_for(name).memory_bytes;
+            if f.size > limit {
+                errors.push(format!(
+                    "{name}: the file ({} bytes) is larger than the processors' input limit ({limit} bytes, the plugin's memory limit; raise [plugins.{name}.limits] memory_mib)",
+                    f.size
+                ));
+            } else {
+                fitting.push(name);
+            }
+        }
+        let mut merged = ProcessedFile::default();
+        if !fitting.is_empty() {
+            let bytes = self
+                .store()
+                .get_blob(&f.sha256)?
+                .ok_or_else(|| MemError::internal(format!("content of {id} is missing")))?;
+            let input = FileInput {
+                id: f.id.clone(),
+                path: f.path.as_str().to_string(),
+                name: f.name.clone(),
+                mime: f.mime.clone(),
+                bytes,
+            };
+            for name in fitting {
+                match host.process(name, &input) {
+                    Ok(p) => {
+                        merged.title = merged.title.or(p.title);
+                        merged.chunks.extend(p.chunks);
+                        merged.metadata.extend(p.metadata);
+                        merged.entities.extend(p.entities);
+                        merged.tags.extend(p.tags);
+                    }
+                    Err(e) => errors.push(format!("{name}: {}", e.message)),
                 }
-                Err(e) => errors.push(format!("{name}: {}", e.message)),
             }
         }
         let status = match (errors.len(), processors.len()) {
@@ -405,3 +422,7 @@ impl Service {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "processing_limit_tests.rs"]
+mod limit_tests;

@@ -1,23 +1,32 @@
+use crate::blobs::BlobDir;
 use mem_core::store::{
-    Batch, Committed, Condition, Durability, Log, Op, Scan, Store, StoreError, Table,
+    Batch, BlobWritten, Committed, Condition, Durability, Log, Op, Scan, Store, StoreError, Table,
 };
 use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
 use sled::{Db, Transactional, Tree};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
+use std::io::Read;
 use std::ops::Bound;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// Schema version this binary writes and the newest it can read.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2: blobs above [`crate::blobs::INLINE_MAX`] live in files named in the
+/// `blob_files` tree. A version-1 binary would read their empty `blobs`
+/// value as the content, so it must refuse such a store; a version-1 store
+/// is a valid version-2 store and is upgraded at open.
+pub const SCHEMA_VERSION: u32 = 2;
 
 const META_SCHEMA_VERSION: &[u8] = b"__schema_version";
 const BLOBS: &str = "blobs";
 const BLOB_REFS: &str = "blob_refs";
 /// Blobs written by `put_blob` whose first reference is not committed yet.
 const BLOB_PENDING: &str = "blob_pending";
+/// sha256 → size of the blobs held as files (see [`crate::blobs`]).
+const BLOB_FILES: &str = "blob_files";
 
 /// The sled-backed store of one workspace.
 pub struct SledStore {
@@ -30,8 +39,14 @@ pub struct SledStore {
     blobs_pos: usize,
     refs_pos: usize,
     pending_pos: usize,
+    files_pos: usize,
+    /// Where large blobs live as files.
+    pub(crate) blob_dir: BlobDir,
+    /// Serializes installing a blob file with deleting one, so a blob
+    /// stored again while its last reference goes keeps its file.
+    pub(crate) install_lock: Mutex<()>,
     /// Serializes commits; holds the next sequence number of each log.
-    commit_lock: Mutex<HashMap<Log, u64>>,
+    pub(crate) commit_lock: Mutex<HashMap<Log, u64>>,
     /// Held for the lifetime of the store: the cross-process lock.
     _lock_file: File,
 }
@@ -42,11 +57,11 @@ impl std::fmt::Debug for SledStore {
     }
 }
 
-fn io_err(e: impl std::fmt::Display) -> StoreError {
+pub(crate) fn io_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Io(e.to_string())
 }
 
-fn sled_err(e: sled::Error) -> StoreError {
+pub(crate) fn sled_err(e: sled::Error) -> StoreError {
     match e {
         sled::Error::Corruption { .. } | sled::Error::ReportableBug(_) => StoreError::Corrupt {
             reason: e.to_string(),
@@ -74,7 +89,7 @@ fn log_key(seq: u64) -> [u8; 8] {
     seq.to_be_bytes()
 }
 
-fn decode_u64(bytes: &[u8]) -> Result<u64, StoreError> {
+pub(crate) fn decode_u64(bytes: &[u8]) -> Result<u64, StoreError> {
     let arr: [u8; 8] = bytes.try_into().map_err(|_| StoreError::Corrupt {
         reason: format!("expected 8 bytes, found {}", bytes.len()),
     })?;
@@ -180,6 +195,8 @@ impl SledStore {
         trees.push(db.open_tree(BLOB_REFS).map_err(sled_err)?);
         let pending_pos = trees.len();
         trees.push(db.open_tree(BLOB_PENDING).map_err(sled_err)?);
+        let files_pos = trees.len();
+        trees.push(db.open_tree(BLOB_FILES).map_err(sled_err)?);
 
         let meta = &trees[table_pos[&Table::Meta]];
         match meta.get(META_SCHEMA_VERSION).map_err(sled_err)? {
@@ -193,6 +210,11 @@ impl SledStore {
                         found,
                         supported: SCHEMA_VERSION,
                     });
+                }
+                if found < SCHEMA_VERSION {
+                    meta.insert(META_SCHEMA_VERSION, &SCHEMA_VERSION.to_be_bytes())
+                        .map_err(sled_err)?;
+                    db.flush().map_err(sled_err)?;
                 }
             }
             None if existed || db.was_recovered() => {
@@ -217,8 +239,13 @@ impl SledStore {
             next_seq.insert(*l, last + 1);
         }
 
+        // We hold LOCK: a temp file left in the blob folder is from a dead process.
+        let blob_dir = BlobDir::new(&dir);
+        blob_dir.clean_temps()?;
         Ok(Self {
             db,
+            blob_dir,
+            install_lock: Mutex::new(()),
             dir,
             trees,
             table_pos,
@@ -226,9 +253,30 @@ impl SledStore {
             blobs_pos,
             refs_pos,
             pending_pos,
+            files_pos,
             commit_lock: Mutex::new(next_seq),
             _lock_file: lock_file,
         })
+    }
+
+    pub(crate) fn blobs_tree(&self) -> &Tree {
+        &self.trees[self.blobs_pos]
+    }
+
+    pub(crate) fn blob_files_tree(&self) -> &Tree {
+        &self.trees[self.files_pos]
+    }
+
+    pub(crate) fn pending_tree(&self) -> &Tree {
+        &self.trees[self.pending_pos]
+    }
+
+    pub(crate) fn refs_tree(&self) -> &Tree {
+        &self.trees[self.refs_pos]
+    }
+
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
     }
 
     fn table(&self, t: Table) -> &Tree {
@@ -248,12 +296,14 @@ impl SledStore {
         Ok(())
     }
 
+    /// Applies `batch` inside the transaction; also returns the blobs held
+    /// as files whose last reference went (their files go after the commit).
     fn apply(
         &self,
         txs: &[TransactionalTree],
         batch: &Batch,
         next_seq: &HashMap<Log, u64>,
-    ) -> Result<Committed, ConflictableTransactionError<StoreError>> {
+    ) -> Result<(Committed, Vec<String>), ConflictableTransactionError<StoreError>> {
         for (index, cond) in batch.conditions.iter().enumerate() {
             let Condition::Equals { table, key, value } = cond;
             let current = txs[self.table_pos[table]].get(key.as_bytes())?;
@@ -264,6 +314,7 @@ impl SledStore {
             }
         }
         let mut seqs = Vec::new();
+        let mut dropped_files = Vec::new();
         let mut local_seq = next_seq.clone();
         for op in &batch.ops {
             match op {
@@ -298,13 +349,21 @@ impl SledStore {
                     if next <= 0 {
                         refs.remove(sha256.as_bytes())?;
                         blobs.remove(sha256.as_bytes())?;
+                        if txs[self.files_pos].remove(sha256.as_bytes())?.is_some() {
+                            // Pending again until its file is deleted, so a
+                            // crash in between leaves an orphan gc finds.
+                            txs[self.pending_pos].insert(sha256.as_bytes(), &[])?;
+                            if !dropped_files.contains(sha256) {
+                                dropped_files.push(sha256.clone());
+                            }
+                        }
                     } else {
                         refs.insert(sha256.as_bytes(), &(next as u64).to_be_bytes())?;
                     }
                 }
             }
         }
-        Ok(Committed { seqs })
+        Ok((Committed { seqs }, dropped_files))
     }
 }
 
@@ -364,7 +423,7 @@ impl Store for SledStore {
     }
 
     fn commit(&self, batch: Batch, durability: Durability) -> Result<Committed, StoreError> {
-        let committed = {
+        let (committed, dropped_files) = {
             let mut next_seq = self
                 .commit_lock
                 .lock()
@@ -385,9 +444,11 @@ impl Store for SledStore {
             }
             committed
         };
-        if durability == Durability::Immediate {
+        // A file may only go once the commit that dropped it is durable.
+        if durability == Durability::Immediate || !dropped_files.is_empty() {
             self.flush()?;
         }
+        self.delete_dropped_files(&dropped_files);
         Ok(committed)
     }
 
@@ -397,27 +458,23 @@ impl Store for SledStore {
     }
 
     fn put_blob(&self, sha256: &str, bytes: &[u8]) -> Result<(), StoreError> {
-        let blobs = &self.trees[self.blobs_pos];
-        if !blobs.contains_key(sha256.as_bytes()).map_err(sled_err)? {
-            // Marked pending first, so a crash never leaves an unreferenced
-            // blob that `gc_blobs` would not find.
-            self.trees[self.pending_pos]
-                .insert(sha256.as_bytes(), &[])
-                .map_err(sled_err)?;
-            blobs.insert(sha256.as_bytes(), bytes).map_err(sled_err)?;
-        }
-        Ok(())
+        self.put_blob_bytes(sha256, bytes)
     }
 
     fn get_blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.trees[self.blobs_pos]
-            .get(sha256.as_bytes())
-            .map_err(sled_err)?
-            .map(|v| v.to_vec()))
+        self.read_blob(sha256)
+    }
+
+    fn put_blob_from(&self, reader: &mut dyn Read) -> Result<BlobWritten, StoreError> {
+        self.put_blob_stream(reader)
+    }
+
+    fn open_blob(&self, sha256: &str) -> Result<Option<Box<dyn Read + Send>>, StoreError> {
+        self.open_blob_reader(sha256)
     }
 
     fn has_blob(&self, sha256: &str) -> Result<bool, StoreError> {
-        self.trees[self.blobs_pos]
+        self.blobs_tree()
             .contains_key(sha256.as_bytes())
             .map_err(sled_err)
     }
@@ -433,27 +490,7 @@ impl Store for SledStore {
     }
 
     fn gc_blobs(&self) -> Result<u64, StoreError> {
-        let _guard = self
-            .commit_lock
-            .lock()
-            .map_err(|_| StoreError::Io("a previous commit panicked".into()))?;
-        let blobs = &self.trees[self.blobs_pos];
-        let refs = &self.trees[self.refs_pos];
-        let pending = &self.trees[self.pending_pos];
-        let mut removed = 0;
-        for item in pending.iter() {
-            let (k, _) = item.map_err(sled_err)?;
-            if !refs.contains_key(&k).map_err(sled_err)?
-                && blobs.remove(&k).map_err(sled_err)?.is_some()
-            {
-                removed += 1;
-            }
-            pending.remove(&k).map_err(sled_err)?;
-        }
-        if removed > 0 {
-            self.db.flush().map_err(sled_err)?;
-        }
-        Ok(removed)
+        self.sweep_pending_blobs()
     }
 
     fn read_log(
@@ -479,210 +516,10 @@ impl Store for SledStore {
     }
 
     fn size_on_disk(&self) -> Result<u64, StoreError> {
-        self.db.size_on_disk().map_err(sled_err)
+        Ok(self.db.size_on_disk().map_err(sled_err)? + self.blob_file_bytes()?)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn open(dir: &Path) -> SledStore {
-        SledStore::open(dir).unwrap()
-    }
-
-    #[test]
-    fn batch_is_atomic_and_conditions_are_checked() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = open(dir.path());
-        let mut b = Batch::new();
-        b.expect(Table::Memories, "a", None)
-            .put(Table::Memories, "a", b"1".to_vec());
-        s.commit(b, Durability::Immediate).unwrap();
-
-        let mut b = Batch::new();
-        b.expect(Table::Memories, "a", None)
-            .put(Table::Memories, "a", b"2".to_vec())
-            .put(Table::Memories, "b", b"2".to_vec());
-        let err = s.commit(b, Durability::Immediate).unwrap_err();
-        assert_eq!(err, StoreError::ConditionFailed { index: 0 });
-        assert_eq!(s.get(Table::Memories, "a").unwrap().unwrap(), b"1");
-        assert!(s.get(Table::Memories, "b").unwrap().is_none());
-    }
-
-    #[test]
-    fn log_sequence_is_gap_free_and_survives_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let s = open(dir.path());
-            let mut b = Batch::new();
-            b.append(Log::Events, b"e1".to_vec())
-                .append(Log::Events, b"e2".to_vec());
-            assert_eq!(s.commit(b, Durability::Immediate).unwrap().seqs, vec![1, 2]);
-            // A failed batch consumes no sequence numbers.
-            let mut b = Batch::new();
-            b.expect(Table::Meta, "x", Some(b"nope".to_vec()))
-                .append(Log::Events, b"lost".to_vec());
-            assert!(s.commit(b, Durability::Immediate).is_err());
-        }
-        let s = open(dir.path());
-        let mut b = Batch::new();
-        b.append(Log::Events, b"e3".to_vec());
-        assert_eq!(s.commit(b, Durability::Immediate).unwrap().seqs, vec![3]);
-        let all = s.read_log(Log::Events, 0, 10).unwrap();
-        assert_eq!(
-            all.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
-            vec![1, 2, 3]
-        );
-        assert_eq!(s.read_log(Log::Events, 2, 10).unwrap().len(), 1);
-        assert_eq!(s.last_log_entry(Log::Events).unwrap().unwrap().0, 3);
-    }
-
-    #[test]
-    fn blobs_are_reference_counted() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = open(dir.path());
-        s.put_blob("h", b"bytes").unwrap();
-        let mut b = Batch::new();
-        b.blob_ref("h", 1).blob_ref("h", 1);
-        s.commit(b, Durability::Immediate).unwrap();
-        assert_eq!(s.blob_refcount("h").unwrap(), 2);
-        let mut b = Batch::new();
-        b.blob_ref("h", -1);
-        s.commit(b, Durability::Immediate).unwrap();
-        assert_eq!(s.get_blob("h").unwrap().unwrap(), b"bytes");
-        let mut b = Batch::new();
-        b.blob_ref("h", -1);
-        s.commit(b, Durability::Immediate).unwrap();
-        assert!(s.get_blob("h").unwrap().is_none());
-
-        let mut b = Batch::new();
-        b.blob_ref("missing", 1);
-        assert!(matches!(
-            s.commit(b, Durability::Immediate),
-            Err(StoreError::MissingBlob { .. })
-        ));
-    }
-
-    #[test]
-    fn gc_removes_unreferenced_blobs_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = open(dir.path());
-        s.put_blob("kept", b"k").unwrap();
-        s.put_blob("orphan", b"o").unwrap();
-        let mut b = Batch::new();
-        b.blob_ref("kept", 1);
-        s.commit(b, Durability::Immediate).unwrap();
-        assert_eq!(s.gc_blobs().unwrap(), 1);
-        assert!(s.get_blob("kept").unwrap().is_some());
-        assert!(s.get_blob("orphan").unwrap().is_none());
-    }
-
-    #[test]
-    fn scan_prefix_cursor_and_reverse() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = open(dir.path());
-        let mut b = Batch::new();
-        for k in ["a/1", "a/2", "a/3", "b/1"] {
-            b.put(Table::Folders, k, k.as_bytes().to_vec());
-        }
-        s.commit(b, Durability::Immediate).unwrap();
-        let keys = |v: Vec<(String, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
-        let scan = |prefix, after, reverse| Scan {
-            prefix,
-            after,
-            limit: 10,
-            reverse,
-        };
-        assert_eq!(
-            keys(s.scan(Table::Folders, &scan("a/", None, false)).unwrap()),
-            ["a/1", "a/2", "a/3"]
-        );
-        assert_eq!(
-            keys(
-                s.scan(Table::Folders, &scan("a/", Some("a/1"), false))
-                    .unwrap()
-            ),
-            ["a/2", "a/3"]
-        );
-        assert_eq!(
-            keys(s.scan(Table::Folders, &scan("a/", None, true)).unwrap()),
-            ["a/3", "a/2", "a/1"]
-        );
-        assert_eq!(
-            keys(
-                s.scan(Table::Folders, &scan("a/", Some("a/3"), true))
-                    .unwrap()
-            ),
-            ["a/2", "a/1"]
-        );
-        assert_eq!(
-            keys(
-                s.scan(Table::Folders, &scan("", Some("a/3"), false))
-                    .unwrap()
-            ),
-            ["b/1"]
-        );
-        assert_eq!(
-            keys(
-                s.scan(
-                    Table::Folders,
-                    &Scan {
-                        prefix: "",
-                        after: None,
-                        limit: 2,
-                        reverse: false
-                    }
-                )
-                .unwrap()
-            ),
-            ["a/1", "a/2"]
-        );
-    }
-
-    #[test]
-    fn second_open_is_locked() {
-        let dir = tempfile::tempdir().unwrap();
-        let _s = open(dir.path());
-        assert!(matches!(
-            SledStore::open(dir.path()),
-            Err(StoreError::Locked { .. })
-        ));
-    }
-
-    #[test]
-    fn newer_schema_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let s = open(dir.path());
-            s.force_schema_version(SCHEMA_VERSION + 1).unwrap();
-        }
-        assert_eq!(
-            SledStore::open(dir.path()).unwrap_err(),
-            StoreError::UnsupportedVersion {
-                found: SCHEMA_VERSION + 1,
-                supported: SCHEMA_VERSION
-            }
-        );
-    }
-
-    #[test]
-    fn damaged_store_is_corrupt_not_reinitialised() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let s = open(dir.path());
-            let mut b = Batch::new();
-            b.put(Table::Memories, "m", b"v".to_vec());
-            s.commit(b, Durability::Immediate).unwrap();
-        }
-        let db = dir.path().join("db");
-        for entry in std::fs::read_dir(&db).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_file() {
-                std::fs::write(&p, vec![0xA5u8; 4096]).unwrap();
-            }
-        }
-        let err = SledStore::open(dir.path()).unwrap_err();
-        assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
-    }
-}
+#[path = "sled_store_tests.rs"]
+mod tests;
