@@ -183,7 +183,11 @@ fn stdio_session_while_serve_runs_reaches_the_server() {
     c.arg("mcp").env("MEM_TOKEN", "memtok_not-a-real-one");
     let run = run_command(c, None);
     assert_ne!(run.code, 0);
-    assert!(run.stderr.contains("unauthorized") || run.stderr.contains("Unauthorized"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("unauthorized") || run.stderr.contains("Unauthorized"),
+        "{}",
+        run.stderr
+    );
     drop(srv);
 }
 

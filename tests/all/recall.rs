@@ -354,7 +354,9 @@ fn context_pack_is_cited_budgeted_and_explains_itself() {
     assert_eq!(sem["status"], "unavailable");
     // Nothing found is an answer (exit 0, not a retryable failure), with
     // what was missing and what to try next.
-    let empty = run(&ws, &["context", "zebra migration patterns"]).ok().json();
+    let empty = run(&ws, &["context", "zebra migration patterns"])
+        .ok()
+        .json();
     assert!(
         empty["suggestions"]
             .as_array()

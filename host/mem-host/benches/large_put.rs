@@ -45,6 +45,7 @@ struct Run {
 /// Runs `mem-host --workspace WS --format json ARGS` to success and reaps
 /// it with `wait4`, whose rusage holds that one process's peak RSS.
 /// `feed` (if any) streams into its stdin from another thread.
+#[allow(clippy::zombie_processes)] // reaped by `wait4`, which also reads its rusage
 fn run(ws: &Path, args: &[&str], feed: Option<(u64, u64)>) -> Run {
     let out = tempfile::NamedTempFile::new().expect("stdout file");
     let start = Instant::now();

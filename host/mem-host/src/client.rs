@@ -366,7 +366,12 @@ impl mem_server::mcp::Backend for Served {
     }
 
     /// The server decides the caller: the owner, or the remote's token.
-    fn run(&self, _: &Access, name: &str, args: serde_json::Value) -> MemResult<Done<serde_json::Value>> {
+    fn run(
+        &self,
+        _: &Access,
+        name: &str,
+        args: serde_json::Value,
+    ) -> MemResult<Done<serde_json::Value>> {
         let body = serde_json::to_vec(&args)
             .map_err(|e| MemError::internal(format!("cannot encode the request: {e}")))?;
         let answer: Answer = self.remote.call(

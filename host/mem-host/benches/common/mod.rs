@@ -24,6 +24,7 @@ pub fn mem(ws: &Path, args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
+#[allow(dead_code)] // not every bench binary takes percentiles
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[idx.min(sorted.len() - 1)]

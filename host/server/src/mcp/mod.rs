@@ -17,8 +17,8 @@ mod tools;
 use axum::http::request::Parts;
 use mem_core::{ErrorCode, MemError, MemResult};
 use mem_service::Service;
-use mem_service::access::Access;
 use mem_service::WorkspaceConfig;
+use mem_service::access::Access;
 use mem_service::door::{Done, Operation, find};
 use mem_service::ops::files::ReadFile;
 use mem_service::ops::memories::GetMemory;
@@ -260,7 +260,12 @@ impl MemMcp {
     }
 
     /// Runs the operation `name` as the request's caller on the blocking pool.
-    async fn run_op(&self, ext: &Extensions, name: &'static str, args: Value) -> MemResult<Done<Value>> {
+    async fn run_op(
+        &self,
+        ext: &Extensions,
+        name: &'static str,
+        args: Value,
+    ) -> MemResult<Done<Value>> {
         let access = self.access_of(ext)?;
         let backend = Arc::clone(&self.backend);
         tokio::task::spawn_blocking(move || backend.run(&access, name, args))
@@ -428,7 +433,9 @@ impl ServerHandler for MemMcp {
         let ext = &context.extensions;
         let text = async {
             match parse_uri(&request.uri)? {
-                MemUri::Memory(id) => pretty(&self.run_typed(ext, GetMemory { id: id.into() }).await?),
+                MemUri::Memory(id) => {
+                    pretty(&self.run_typed(ext, GetMemory { id: id.into() }).await?)
+                }
                 MemUri::File(id) => {
                     let read = self
                         .run_typed(

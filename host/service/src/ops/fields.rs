@@ -257,6 +257,22 @@ pub fn scopes(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// Standard base64 that tolerates non-zero trailing bits (as most encoders
+/// and validators do): what the `base64` schema admits, decodes.
+pub fn decode_base64(field: &str, text: &str) -> mem_core::MemResult<Vec<u8>> {
+    use base64::Engine;
+    use base64::engine::{GeneralPurpose, GeneralPurposeConfig};
+    let engine = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+    );
+    engine.decode(text).map_err(|e| {
+        mem_core::MemError::bad_request(format!("{field} is not base64: {e}"))
+            .with_hint("encode the bytes with standard base64 (RFC 4648, with padding)")
+            .with_details(serde_json::json!({ "field": field }))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,20 +291,4 @@ mod tests {
         assert!(re.is_match("/a/b.md"));
         assert!(!re.is_match("/a/"));
     }
-}
-
-/// Standard base64 that tolerates non-zero trailing bits (as most encoders
-/// and validators do): what the `base64` schema admits, decodes.
-pub fn decode_base64(field: &str, text: &str) -> mem_core::MemResult<Vec<u8>> {
-    use base64::Engine;
-    use base64::engine::{GeneralPurpose, GeneralPurposeConfig};
-    let engine = GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
-    );
-    engine.decode(text).map_err(|e| {
-        mem_core::MemError::bad_request(format!("{field} is not base64: {e}"))
-            .with_hint("encode the bytes with standard base64 (RFC 4648, with padding)")
-            .with_details(serde_json::json!({ "field": field }))
-    })
 }
