@@ -9,9 +9,9 @@ use base64::Engine;
 use clap::Subcommand;
 use mem_core::plugin::{Capability, PluginInfo, PluginManifest};
 use mem_core::{MemError, MemResult};
-use mem_service::ops::admin::{
-    ExportDocument, ImportDocument, PluginGrant, PluginInspect, PluginInstall, PluginList,
-    PluginRemove, PluginRevoke,
+use mem_service::ops::admin::{ExportDocument, ImportDocument};
+use mem_service::ops::plugins::{
+    PluginGrant, PluginInspect, PluginInstall, PluginList, PluginRemove, PluginRevoke,
 };
 use mem_service::ops::recall::Status;
 use std::path::PathBuf;

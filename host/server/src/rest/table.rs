@@ -7,7 +7,7 @@
 //! POST takes them as a JSON body.
 
 use mem_service::door::{OpEntry, entry};
-use mem_service::ops::{admin, files, govern, memories, recall};
+use mem_service::ops::{admin, files, govern, memories, plugins, recall};
 use mem_service::{check, recall as rc, tokens};
 
 /// How a route's request and answer travel.
@@ -340,14 +340,14 @@ pub(crate) fn routes() -> Vec<Route> {
             "/v1/plugins",
             "plugins",
             "Installed plugins",
-            entry::<admin::PluginList>(),
+            entry::<plugins::PluginList>(),
         ),
         route(
             "post",
             "/v1/plugins",
             "installPlugin",
             "Install a plugin (manifest and base64 component)",
-            entry::<admin::PluginInstall>(),
+            entry::<plugins::PluginInstall>(),
         )
         .created(),
         route(
@@ -355,28 +355,28 @@ pub(crate) fn routes() -> Vec<Route> {
             "/v1/plugins/{name}",
             "plugin",
             "One plugin: capabilities, limits, failures",
-            entry::<admin::PluginInspect>(),
+            entry::<plugins::PluginInspect>(),
         ),
         route(
             "post",
             "/v1/plugins/{name}/grant",
             "grantPlugin",
             "Grant capabilities the plugin requests",
-            entry::<admin::PluginGrant>(),
+            entry::<plugins::PluginGrant>(),
         ),
         route(
             "post",
             "/v1/plugins/{name}/revoke",
             "revokePlugin",
             "Revoke granted capabilities",
-            entry::<admin::PluginRevoke>(),
+            entry::<plugins::PluginRevoke>(),
         ),
         route(
             "delete",
             "/v1/plugins/{name}",
             "removePlugin",
             "Uninstall a plugin",
-            entry::<admin::PluginRemove>(),
+            entry::<plugins::PluginRemove>(),
         ),
         route(
             "get",

@@ -4,7 +4,7 @@
 
 use super::{Caller, Done, Operation, Replay};
 use crate::access::Scope;
-use crate::ops::{admin, files, govern, memories, recall};
+use crate::ops::{admin, files, govern, memories, plugins, recall};
 use mem_core::{MemError, MemResult};
 use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;
@@ -135,12 +135,12 @@ static REGISTRY: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<crate::check::CheckRequest>(),
         entry::<recall::Types>(),
         entry::<recall::Status>(),
-        entry::<admin::PluginList>(),
-        entry::<admin::PluginInspect>(),
-        entry::<admin::PluginInstall>(),
-        entry::<admin::PluginGrant>(),
-        entry::<admin::PluginRevoke>(),
-        entry::<admin::PluginRemove>(),
+        entry::<plugins::PluginList>(),
+        entry::<plugins::PluginInspect>(),
+        entry::<plugins::PluginInstall>(),
+        entry::<plugins::PluginGrant>(),
+        entry::<plugins::PluginRevoke>(),
+        entry::<plugins::PluginRemove>(),
         entry::<admin::TokenList>(),
         entry::<crate::tokens::TokenRequest>(),
         entry::<admin::TokenRevoke>(),

@@ -11,6 +11,7 @@ pub mod fields;
 pub mod files;
 pub mod govern;
 pub mod memories;
+pub mod plugins;
 pub mod recall;
 
 fn yes() -> bool {
