@@ -729,123 +729,43 @@ fn a_queued_replace_hides_nothing() {
 /// A plugin host with one relation detector, `conflicts`: "broken" against
 /// "works" is a conflict, the same text a duplicate, and a subject
 /// containing "crash" makes the detector fail.
-struct FakeDetector;
-
-fn not_here<T>() -> mem_core::MemResult<T> {
-    Err(mem_core::MemError::internal("not used by this test"))
-}
-
-impl PluginHost for FakeDetector {
-    fn list(&self) -> mem_core::MemResult<Vec<mem_core::plugin::PluginInfo>> {
-        not_here()
-    }
-    fn install(
-        &self,
-        _: &[u8],
-        _: &mem_core::plugin::PluginManifest,
-        _: mem_core::plugin::InstallOptions,
-    ) -> mem_core::MemResult<mem_core::plugin::PluginInfo> {
-        not_here()
-    }
-    fn inspect(&self, _: &str) -> mem_core::MemResult<mem_core::plugin::PluginInfo> {
-        not_here()
-    }
-    fn remove(&self, _: &str) -> mem_core::MemResult<()> {
-        not_here()
-    }
-    fn set_config(&self, _: mem_core::plugin::PluginsConfig) -> mem_core::MemResult<()> {
-        not_here()
-    }
-    fn config(&self) -> mem_core::plugin::PluginsConfig {
-        mem_core::plugin::PluginsConfig {
+fn fake_detector() -> crate::fake_host::FakeHost {
+    crate::fake_host::FakeHost {
+        config: mem_core::plugin::PluginsConfig {
             detectors: vec!["conflicts".into()],
             ..Default::default()
-        }
-    }
-    fn processors_for(&self, _: &str) -> mem_core::MemResult<Vec<String>> {
-        Ok(Vec::new())
-    }
-    fn process(
-        &self,
-        _: &str,
-        _: &mem_core::plugin::FileInput,
-    ) -> mem_core::MemResult<mem_core::plugin::ProcessedFile> {
-        not_here()
-    }
-    fn select(
-        &self,
-        _: &str,
-        _: &[mem_core::plugin::SelectCandidate],
-        _: &mem_core::plugin::SelectQuery,
-        _: u32,
-    ) -> mem_core::MemResult<Vec<String>> {
-        not_here()
-    }
-    fn check_write(
-        &self,
-        _: &str,
-        _: &mem_core::plugin::ProposalInput,
-    ) -> mem_core::MemResult<mem_core::plugin::Verdict> {
-        not_here()
-    }
-    fn check_read(
-        &self,
-        _: &str,
-        _: &mem_core::plugin::ReadItem,
-        _: &mem_core::plugin::ReadRequest,
-    ) -> mem_core::MemResult<mem_core::plugin::Verdict> {
-        not_here()
-    }
-    fn detect(
-        &self,
-        _: &str,
-        subject: &mem_core::plugin::DetectItem,
-        candidates: &[mem_core::plugin::DetectItem],
-    ) -> mem_core::MemResult<Vec<mem_core::plugin::DetectedRelation>> {
-        if subject.text.contains("crash") {
-            return Err(mem_core::MemError::internal("the detector trapped"));
-        }
-        Ok(candidates
-            .iter()
-            .filter_map(|c| {
-                let kind = if c.text == subject.text {
-                    "duplicate_of"
-                } else if c.text.contains("works") && subject.text.contains("broken") {
-                    "conflicts_with"
-                } else {
-                    return None;
-                };
-                Some(mem_core::plugin::DetectedRelation {
-                    kind: kind.into(),
-                    target: c.id.clone(),
-                    score: 0.5,
-                    reason: "test".into(),
+        },
+        detect: Box::new(|subject, candidates| {
+            if subject.text.contains("crash") {
+                return Err(mem_core::MemError::internal("the detector trapped"));
+            }
+            Ok(candidates
+                .iter()
+                .filter_map(|c| {
+                    let kind = if c.text == subject.text {
+                        "duplicate_of"
+                    } else if c.text.contains("works") && subject.text.contains("broken") {
+                        "conflicts_with"
+                    } else {
+                        return None;
+                    };
+                    Some(mem_core::plugin::DetectedRelation {
+                        kind: kind.into(),
+                        target: c.id.clone(),
+                        score: 0.5,
+                        reason: "test".into(),
+                    })
                 })
-            })
-            .collect())
-    }
-    fn import(
-        &self,
-        _: &str,
-        _: &str,
-        _: &[u8],
-    ) -> mem_core::MemResult<Vec<mem_core::plugin::AdapterEntry>> {
-        not_here()
-    }
-    fn export(
-        &self,
-        _: &str,
-        _: &str,
-        _: &[mem_core::plugin::AdapterEntry],
-    ) -> mem_core::MemResult<Vec<u8>> {
-        not_here()
+                .collect())
+        }),
+        ..Default::default()
     }
 }
 
 #[test]
 fn a_direct_remember_records_detected_relations_and_survives_a_failing_detector() {
     let (_d, svc) = service_with(WorkspaceConfig::default());
-    let svc = svc.with_plugins(Arc::new(FakeDetector));
+    let svc = svc.with_plugins(Arc::new(fake_detector()));
     let works = remember_fact(&svc, "the staging deploy works", "/ops", "w");
     assert!(works.relations.is_empty());
     let broken = remember_fact(&svc, "the staging deploy is broken", "/ops", "b");

@@ -170,6 +170,8 @@ impl Service {
 }
 
 #[cfg(test)]
+mod fake_host;
+#[cfg(test)]
 mod governance_tests;
 #[cfg(test)]
 mod tests;

@@ -4,11 +4,11 @@
 
 use super::fields;
 use super::memories::ItemResult;
+use crate::RememberOutcome;
 use crate::access::Scope;
 use crate::door::{Caller, Operation, Replay};
 use crate::processing::{ProcessReport, Reindex as Which};
 use crate::tokens::{CreatedToken, TokenInfo, TokenRequest};
-use crate::RememberOutcome;
 use mem_core::index::IndexStats;
 use mem_core::{ErrorCode, MemError, MemResult, VPath};
 use schemars::JsonSchema;
