@@ -7,7 +7,6 @@ use crate::{AppState, ServeOptions, metrics::Metrics};
 use mem_core::{ErrorCode, MemError, MemResult};
 use mem_service::Service;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Runs `mem-host serve` until `shutdown` resolves. `on_bound` hears the
 /// actual address (for `:0`).
@@ -35,14 +34,7 @@ pub async fn serve(
         opts: Arc::new(opts),
     };
     let cancel = tokio_util::sync::CancellationToken::new();
-    let stop = Arc::new(AtomicBool::new(false));
-    let worker = {
-        let (svc, stop) = (svc.clone(), stop.clone());
-        std::thread::Builder::new()
-            .name("mem-worker".into())
-            .spawn(move || svc.run_worker(&stop))
-            .map_err(|e| MemError::io("cannot start the worker", &e))?
-    };
+    let worker = svc.spawn_worker()?;
     let local = match &state.opts.socket {
         Some(path) => Some(crate::socket::listen(path, svc.clone(), cancel.clone())?),
         None => None,
@@ -63,19 +55,12 @@ pub async fn serve(
     if let Some(local) = local {
         let _ = local.await;
     }
-    stop.store(true, Ordering::SeqCst);
-    svc.wake_worker();
-    let joined = tokio::task::spawn_blocking(move || worker.join())
+    // The worker stops (and the store flushes) even when serving failed.
+    let stopped = tokio::task::spawn_blocking(move || worker.stop())
         .await
         .map_err(|e| MemError::internal(e.to_string()))?;
-    if joined.is_err() {
-        tracing::warn!("the worker stopped with a panic");
-    }
     served?;
-    let flush = svc.clone();
-    tokio::task::spawn_blocking(move || flush.flush())
-        .await
-        .map_err(|e| MemError::internal(e.to_string()))??;
+    stopped?;
     tracing::info!("stopped");
     Ok(())
 }

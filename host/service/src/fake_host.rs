@@ -1,6 +1,6 @@
-//! A plugin host for unit tests: a configuration and scripted `select` and
-//! `detect` calls (the two that recall and governance orchestrate); every
-//! other call fails, so a test notices when it reaches one.
+//! A plugin host for unit tests: a configuration and scripted processor,
+//! selection and detector calls (what processing, recall and governance
+//! orchestrate); every other call fails, so a test notices reaching one.
 
 use mem_core::plugin::{
     AdapterEntry, DetectItem, DetectedRelation, FileInput, InstallOptions, PluginHost, PluginInfo,
@@ -9,11 +9,15 @@ use mem_core::plugin::{
 };
 use mem_core::{MemError, MemResult};
 
+type Process = dyn Fn(&FileInput) -> MemResult<ProcessedFile> + Send + Sync;
 type Select = dyn Fn(&str, &[SelectCandidate], u32) -> MemResult<Vec<String>> + Send + Sync;
 type Detect = dyn Fn(&DetectItem, &[DetectItem]) -> MemResult<Vec<DetectedRelation>> + Send + Sync;
 
 pub(crate) struct FakeHost {
     pub config: PluginsConfig,
+    /// The processors every MIME type gets.
+    pub processors: Vec<String>,
+    pub process: Box<Process>,
     /// `(plugin, candidates, limit)` → the ids a selection stage keeps.
     pub select: Box<Select>,
     /// `(subject, candidates)` → the relations a detector finds.
@@ -24,6 +28,8 @@ impl Default for FakeHost {
     fn default() -> Self {
         Self {
             config: PluginsConfig::default(),
+            processors: Vec::new(),
+            process: Box::new(|_| not_here()),
             select: Box::new(|_, _, _| not_here()),
             detect: Box::new(|_, _| not_here()),
         }
@@ -54,10 +60,10 @@ impl PluginHost for FakeHost {
         self.config.clone()
     }
     fn processors_for(&self, _: &str) -> MemResult<Vec<String>> {
-        Ok(Vec::new())
+        Ok(self.processors.clone())
     }
-    fn process(&self, _: &str, _: &FileInput) -> MemResult<ProcessedFile> {
-        not_here()
+    fn process(&self, _: &str, file: &FileInput) -> MemResult<ProcessedFile> {
+        (self.process)(file)
     }
     fn select(
         &self,

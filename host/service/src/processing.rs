@@ -170,6 +170,43 @@ impl Service {
         self.processing.ready.notify_all();
     }
 
+    /// Starts the worker of a long-running process on its own thread.
+    pub fn spawn_worker(self: &std::sync::Arc<Self>) -> MemResult<Worker> {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (svc, flag) = (self.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("mem-worker".into())
+            .spawn(move || svc.run_worker(&flag))
+            .map_err(|e| MemError::io("cannot start the worker", &e))?;
+        Ok(Worker {
+            svc: self.clone(),
+            stop,
+            thread,
+        })
+    }
+}
+
+/// A running worker thread ([`Service::spawn_worker`]).
+pub struct Worker {
+    svc: std::sync::Arc<Service>,
+    stop: std::sync::Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Worker {
+    /// Stops the worker after its current round (blocking until it ends)
+    /// and saves deferred state.
+    pub fn stop(self) -> MemResult<()> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.svc.wake_worker();
+        if self.thread.join().is_err() {
+            tracing::warn!("the worker stopped with a panic");
+        }
+        self.svc.flush()
+    }
+}
+
+impl Service {
     /// Processes every pending file (or just `ids`). Without a plugin
     /// runtime attached, files stay pending.
     pub(crate) fn process_pending(&self, ids: Option<&[String]>) -> MemResult<ProcessReport> {

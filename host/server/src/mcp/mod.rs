@@ -35,7 +35,6 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde::Serialize;
 use serde_json::Value;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
 use tools::ToolDef;
@@ -112,20 +111,9 @@ impl std::fmt::Debug for MemMcp {
 /// Serves MCP over stdin/stdout as `access` until stdin closes; the
 /// process's worker processes what the session's writes queue.
 pub async fn serve_stdio(svc: Arc<Service>, access: Access) -> Result<(), MemError> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let worker = {
-        let (svc, stop) = (svc.clone(), stop.clone());
-        std::thread::Builder::new()
-            .name("mem-worker".into())
-            .spawn(move || svc.run_worker(&stop))
-            .map_err(|e| MemError::io("cannot start the worker", &e))?
-    };
-    let result = serve_stdio_through(svc.clone(), access).await;
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    svc.wake_worker();
-    let _ = tokio::task::spawn_blocking(move || worker.join()).await;
-    let flush = svc.clone();
-    tokio::task::spawn_blocking(move || flush.flush())
+    let worker = svc.spawn_worker()?;
+    let result = serve_stdio_through(svc, access).await;
+    tokio::task::spawn_blocking(move || worker.stop())
         .await
         .map_err(|e| MemError::internal(e.to_string()))??;
     result
