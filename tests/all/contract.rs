@@ -87,20 +87,36 @@ fn send(method: &str, url: &str, secret: &str, body: Option<Value>) -> (u16, Val
     )
 }
 
-#[test]
-fn regression_mistakes_a_client_hit_are_answered_properly() {
+/// A workspace with an admin token, a token confined to `/a` (and a
+/// memory outside it), served with a small upload limit.
+struct Probe {
+    ws: Ws,
+    admin: String,
+    confined: String,
+    srv: Server,
+}
+
+fn probe() -> Probe {
     let ws = Ws::new();
     let admin = token(&ws, "admin", "admin", &[]);
     let confined = token(&ws, "confined", "read,write,search", &["--paths", "/a"]);
     ws.remember("outside the boundary", "/b", None);
     let srv = Server::start(&ws, &["--max-upload", "64"]);
-    let url = |p: &str| srv.url(p);
+    Probe {
+        ws,
+        admin,
+        confined,
+        srv,
+    }
+}
 
-    // An empty context pack is a result: 200, not a retried 503.
+#[test]
+fn regression_an_empty_context_pack_is_200_with_suggestions_not_a_retried_503() {
+    let p = probe();
     let (s, pack) = send(
         "POST",
-        &url("/v1/context"),
-        &admin,
+        &p.srv.url("/v1/context"),
+        &p.admin,
         Some(json!({"query": "quantum chromodynamics"})),
     );
     assert_eq!(s, 200, "{pack}");
@@ -110,19 +126,27 @@ fn regression_mistakes_a_client_hit_are_answered_properly() {
             .is_some_and(|a| !a.is_empty()),
         "{pack}"
     );
+}
 
-    // A confined token's status counts what it may see, nothing more.
-    let (s, status) = send("GET", &url("/v1/status"), &confined, None);
+#[test]
+fn regression_status_counts_only_what_a_confined_token_sees() {
+    let p = probe();
+    let (s, status) = send("GET", &p.srv.url("/v1/status"), &p.confined, None);
     assert_eq!(s, 200, "{status}");
     assert_eq!(status["memories"], 0, "{status}");
     assert!(status["plugins"].as_array().unwrap().is_empty(), "{status}");
+    let (_, all) = send("GET", &p.srv.url("/v1/status"), &p.admin, None);
+    assert_eq!(all["memories"], 1, "{all}");
+}
 
-    // Content is stored exactly as sent: the client's hash matches.
+#[test]
+fn regression_content_is_stored_exactly_as_sent_and_its_hash_matches() {
+    let p = probe();
     let content = "  padded, with a trailing newline\n";
     let (s, r) = send(
         "POST",
-        &url("/v1/memories"),
-        &admin,
+        &p.srv.url("/v1/memories"),
+        &p.admin,
         Some(json!({"content": content, "kind": "fact", "path": "/a", "idempotency_key": "exact"})),
     );
     assert_eq!(s, 201, "{r}");
@@ -130,13 +154,17 @@ fn regression_mistakes_a_client_hit_are_answered_properly() {
         r["memory"]["content_sha256"],
         mem_core::hash::sha256_hex(content.as_bytes())
     );
+    assert_eq!(r["memory"]["content"], content);
+}
 
-    // Padded and invisible-character paths are refused everywhere.
+#[test]
+fn regression_padded_and_invisible_character_paths_are_refused_everywhere() {
+    let p = probe();
     for bad in [" /a", "/a ", "/a/\u{202e}txt", "/a/\u{200b}b"] {
         let (s, e) = send(
             "POST",
-            &url("/v1/memories"),
-            &admin,
+            &p.srv.url("/v1/memories"),
+            &p.admin,
             Some(
                 json!({"content": "x", "kind": "fact", "path": bad, "idempotency_key": format!("p{bad}")}),
             ),
@@ -146,39 +174,109 @@ fn regression_mistakes_a_client_hit_are_answered_properly() {
             (400, json!("bad_path")),
             "{bad:?}: {e}"
         );
+        // The path rule's own words, not a regular expression.
+        assert!(
+            !e["message"].as_str().unwrap().contains("does not match"),
+            "{e}"
+        );
     }
+    let padded = p.ws.write("padded.txt", b"x");
+    p.ws.run(&["put", crate::support::p(&padded), "--to", "/a "])
+        .fails("bad_path", 1);
+}
 
-    // min_confidence outside 0..1 is refused, not ignored.
+#[test]
+fn regression_min_confidence_outside_0_to_1_is_refused_not_ignored() {
+    let p = probe();
     let (s, e) = send(
         "POST",
-        &url("/v1/context"),
-        &admin,
+        &p.srv.url("/v1/context"),
+        &p.admin,
         Some(json!({"query": "x", "min_confidence": 7})),
     );
-    assert_eq!(s, 400, "{e}");
+    assert_eq!((s, e["code"].clone()), (400, json!("bad_request")), "{e}");
+}
 
-    // A whole number written as a float is an integer.
-    let (s, page) = send("GET", &url("/v1/memories?limit=2.0"), &admin, None);
+#[test]
+fn regression_a_whole_number_written_as_a_float_is_an_integer() {
+    let p = probe();
+    let (s, page) = send("GET", &p.srv.url("/v1/memories?limit=2.0"), &p.admin, None);
     assert_eq!(s, 200, "{page}");
+    let (s, page) = send(
+        "POST",
+        &p.srv.url("/v1/search"),
+        &p.admin,
+        Some(json!({"query": "boundary", "limit": 3.0})),
+    );
+    assert_eq!(s, 200, "{page}");
+}
 
-    // An oversized upload names the flag that raises the upload limit.
+#[test]
+fn regression_an_oversized_upload_names_max_upload() {
+    let p = probe();
     let r = http()
-        .post(url("/v1/files?path=/a/big.bin"))
-        .header("authorization", format!("Bearer {admin}"))
+        .post(p.srv.url("/v1/files?path=/a/big.bin"))
+        .header("authorization", format!("Bearer {}", p.admin))
         .send(&[7u8; 1000][..])
         .unwrap();
     assert_eq!(r.status().as_u16(), 413);
     let e: Value = serde_json::from_str(&r.into_body().read_to_string().unwrap()).unwrap();
     assert!(e["hint"].as_str().unwrap().contains("--max-upload"), "{e}");
+}
 
-    // A method a route does not take is 405 with the error document.
-    let (s, e) = send("DELETE", &url("/v1/search"), &admin, None);
+#[test]
+fn regression_a_method_a_route_does_not_take_is_405_with_the_error_document() {
+    let p = probe();
+    let (s, e) = send("DELETE", &p.srv.url("/v1/search"), &p.admin, None);
     assert_eq!(
         (s, e["code"].clone()),
         (405, json!("method_not_allowed")),
         "{e}"
     );
-    assert!(srv.stop().success());
+    assert!(!e["hint"].as_str().unwrap_or_default().is_empty(), "{e}");
+    assert!(p.srv.stop().success());
+}
+
+/// Acknowledgements stream as records commit: the first line's answer
+/// comes while the input is still open.
+#[test]
+fn regression_jsonl_acknowledgements_stream_before_the_input_ends() {
+    use std::io::{BufRead, BufReader, Write};
+    let ws = Ws::new();
+    let mut child = ws
+        .cmd()
+        .args(["--format", "json", "remember", "--jsonl", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"content\":\"first\",\"kind\":\"note\",\"path\":\"/s\",\"idempotency_key\":\"s1\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let first = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the first acknowledgement arrives while stdin is open");
+    let first: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(
+        (first["line"].clone(), first["ok"].clone()),
+        (json!(1), json!(true)),
+        "{first}"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    reader.join().unwrap();
 }
 
 #[test]

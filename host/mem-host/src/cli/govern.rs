@@ -2,6 +2,7 @@
 //! `check`, `budgets`, `rebuild`. The review queue, audit verification and
 //! rebuilds are owner commands: no agent-facing surface offers them.
 
+use super::lines::{Line, Lines};
 use super::memory::MemoryFields;
 use super::output::{Out, preview, set_exit_status, to_json};
 use crate::client::Client;
@@ -16,7 +17,6 @@ use mem_service::ops::govern::{
 };
 use mem_service::ops::recall::Types;
 use mem_service::{AuditQuery, Evidence, EvidenceStance, MemoryDraft, Proposal, ProposalRequest};
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
 /// The new memory of a create/replace/consolidate proposal.
@@ -283,29 +283,12 @@ pub fn propose(c: &Client, out: &Out, cmd: ProposeCommand) -> MemResult<()> {
 /// One ProposalRequest a line; each line is proposed on its own, durably,
 /// and answered in order (the actor is the line's memory agent, else the
 /// owner). A line that is not UTF-8 or not a proposal fails alone.
-fn propose_batch(c: &Client, out: &Out, file: &PathBuf) -> MemResult<()> {
-    let mut reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
-        Box::new(BufReader::new(std::io::stdin()))
-    } else {
-        let f = std::fs::File::open(file)
-            .map_err(|e| MemError::io(&format!("cannot read {}", file.display()), &e))?;
-        Box::new(BufReader::new(f))
-    };
+fn propose_batch(c: &Client, out: &Out, file: &std::path::Path) -> MemResult<()> {
+    let mut lines = Lines::open(file)?;
     let mut failed = 0;
-    let mut raw = Vec::new();
-    let mut line_no = 0;
-    loop {
-        raw.clear();
-        let n = reader
-            .read_until(b'\n', &mut raw)
-            .map_err(|e| MemError::io(&format!("cannot read line {}", line_no + 1), &e))?;
-        if n == 0 {
-            break;
-        }
-        line_no += 1;
-        let result = match std::str::from_utf8(&raw) {
-            Ok(line) if line.trim().is_empty() => continue,
-            Ok(line) => serde_json::from_str::<serde_json::Value>(line)
+    while let Some(Line { no: line_no, text }) = lines.next_line()? {
+        let result = text.and_then(|line| {
+            serde_json::from_str::<serde_json::Value>(&line)
                 .map_err(|e| e.to_string())
                 .and_then(|v| {
                     mem_service::door::decode_args::<ProposalRequest>("memory.propose", v)
@@ -314,13 +297,8 @@ fn propose_batch(c: &Client, out: &Out, file: &PathBuf) -> MemResult<()> {
                 .map_err(|e| {
                     MemError::bad_request(format!("line {line_no}: not a valid proposal: {e}"))
                 })
-                .and_then(|req| c.run(req).map(|d| d.value)),
-            Err(_) => Err(MemError::new(
-                ErrorCode::BadEncoding,
-                format!("line {line_no} is not UTF-8 text"),
-            )
-            .with_hint("save the file as UTF-8; the other lines are processed")),
-        };
+                .and_then(|req| c.run(req).map(|d| d.value))
+        });
         let doc = match result {
             Ok(o) => {
                 serde_json::json!({ "line": line_no, "ok": true, "replayed": o.replayed, "proposal": o.proposal })

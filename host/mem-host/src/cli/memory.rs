@@ -1,6 +1,7 @@
 //! Memory commands: remember (one, or many with --jsonl) and the
 //! `memory` group (get, list, feedback, archive, restore, forget).
 
+use super::lines::Lines;
 use super::output::{Out, preview, read_text, to_json};
 use crate::client::Client;
 use clap::{Args, Subcommand};
@@ -10,9 +11,8 @@ use mem_core::{ErrorCode, MemError, MemResult};
 use mem_service::ops::memories::{Archive, Feedback, Forget, GetMemory, RememberBatch, Restore};
 use mem_service::{ListMemories, MemoryDraft, RememberOutcome};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Lines written per durable group in `remember --jsonl`: a group's
 /// results are printed once it is durable, so acknowledgements stream.
@@ -276,43 +276,17 @@ pub fn remember(c: &Client, out: &Out, a: RememberArgs) -> MemResult<()> {
 /// One request per line; one result line per input line, in order,
 /// errors included, each printed as soon as its group is durable. A line
 /// that is not UTF-8 or not a request fails alone and reading goes on.
-fn remember_jsonl(c: &Client, out: &Out, file: &PathBuf) -> MemResult<()> {
-    let mut reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
-        Box::new(BufReader::new(std::io::stdin()))
-    } else {
-        let f = std::fs::File::open(file)
-            .map_err(|e| MemError::io(&format!("cannot read {}", file.display()), &e))?;
-        Box::new(BufReader::new(f))
-    };
+fn remember_jsonl(c: &Client, out: &Out, file: &std::path::Path) -> MemResult<()> {
+    let mut lines = Lines::open(file)?;
     let mut failed = 0usize;
     let mut total = 0usize;
-    let mut group: Vec<(usize, MemResult<Item>)> = Vec::new();
-    let mut started = Instant::now();
-    let mut line_no = 0usize;
-    let mut raw = Vec::new();
-    loop {
-        raw.clear();
-        let n = reader
-            .read_until(b'\n', &mut raw)
-            .map_err(|e| MemError::io(&format!("cannot read line {}", line_no + 1), &e))?;
-        let done = n == 0;
-        if !done {
-            line_no += 1;
-            if let Some(parsed) = parse_line(line_no, &raw) {
-                if group.is_empty() {
-                    started = Instant::now();
-                }
-                group.push((line_no, parsed));
-            }
-        }
-        let full = group.len() >= JSONL_GROUP || started.elapsed() >= JSONL_GROUP_TIME;
-        if !group.is_empty() && (done || full) {
-            total += group.len();
-            failed += write_group(c, out, std::mem::take(&mut group))?;
-        }
-        if done {
-            break;
-        }
+    while let Some(group) = lines.next_group(JSONL_GROUP, JSONL_GROUP_TIME)? {
+        let group: Vec<(usize, MemResult<Item>)> = group
+            .into_iter()
+            .map(|l| (l.no, l.text.and_then(|t| parse_line(l.no, &t))))
+            .collect();
+        total += group.len();
+        failed += write_group(c, out, group)?;
     }
     if failed > 0 {
         return Err(MemError::new(
@@ -327,30 +301,13 @@ fn remember_jsonl(c: &Client, out: &Out, file: &PathBuf) -> MemResult<()> {
 /// One request of a batch, as JSON: the door checks and decodes it.
 type Item = serde_json::Map<String, serde_json::Value>;
 
-/// One input line as a JSON object; `None` for a blank line.
-fn parse_line(line_no: usize, raw: &[u8]) -> Option<MemResult<Item>> {
-    let text = match std::str::from_utf8(raw) {
-        Ok(t) => t,
-        Err(e) => {
-            return Some(Err(MemError::new(
-                ErrorCode::BadEncoding,
-                format!(
-                    "line {line_no} is not UTF-8 text (byte {})",
-                    e.valid_up_to() + 1
-                ),
-            )
-            .with_hint("save the file as UTF-8; the other lines are stored")
-            .with_details(serde_json::json!({ "line": line_no }))));
-        }
-    };
-    if text.trim().is_empty() {
-        return None;
-    }
-    Some(serde_json::from_str::<Item>(text).map_err(|e| {
+/// One input line as a JSON object.
+fn parse_line(line_no: usize, text: &str) -> MemResult<Item> {
+    serde_json::from_str::<Item>(text).map_err(|e| {
         MemError::bad_request(format!("line {line_no}: not a JSON object: {e}"))
             .with_hint("each line is a JSON object with content, kind, path, idempotency_key and optional event_at, source_type, source_ref, source_file_id, agent_id, session_id, task_id, confidence, attributes")
             .with_details(serde_json::json!({ "line": line_no }))
-    }))
+    })
 }
 
 fn write_group(c: &Client, out: &Out, group: Vec<(usize, MemResult<Item>)>) -> MemResult<usize> {

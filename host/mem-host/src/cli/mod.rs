@@ -4,6 +4,7 @@
 
 mod files;
 mod govern;
+mod lines;
 mod mcp;
 mod memory;
 pub mod output;

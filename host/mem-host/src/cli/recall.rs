@@ -2,6 +2,7 @@
 //! `context` (a cited, budgeted context pack), `model install|list|status`
 //! (the embedding model, per user) and `reindex --all`.
 
+use super::lines::{Line, Lines};
 use super::output::{Out, preview, to_json};
 use crate::client::Client;
 use clap::{Args, Subcommand};
@@ -10,7 +11,6 @@ use mem_core::{MemError, MemResult};
 use mem_models as models;
 use mem_service::ops::admin::{Reindex, ReindexMode, ReindexReport, Reprocess};
 use mem_service::recall::{ContextPack, ContextRequest, SearchQuery, SearchResult};
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -192,39 +192,17 @@ pub fn search(c: &Client, out: &Out, a: SearchArgs) -> MemResult<()> {
 
 /// One request a line in, one result a line out, same order; a bad line
 /// gets `{"hits": [], "error": ...}` and the batch goes on.
-fn search_batch(c: &Client, out: &Out, a: &SearchArgs, file: &PathBuf) -> MemResult<()> {
-    let mut reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
-        Box::new(BufReader::new(std::io::stdin()))
-    } else {
-        let f = std::fs::File::open(file)
-            .map_err(|e| MemError::io(&format!("cannot read {}", file.display()), &e))?;
-        Box::new(BufReader::new(f))
-    };
+fn search_batch(c: &Client, out: &Out, a: &SearchArgs, file: &std::path::Path) -> MemResult<()> {
+    let mut lines = Lines::open(file)?;
     let defaults = a.to_query(String::new());
     let mut failed = 0usize;
-    let mut raw = Vec::new();
-    let mut line_no = 0;
-    loop {
-        raw.clear();
-        let n = reader
-            .read_until(b'\n', &mut raw)
-            .map_err(|e| MemError::io(&format!("cannot read line {}", line_no + 1), &e))?;
-        if n == 0 {
-            break;
-        }
-        line_no += 1;
-        let result = match std::str::from_utf8(&raw) {
-            Ok(line) if line.trim().is_empty() => continue,
-            Ok(line) => serde_json::from_str::<serde_json::Value>(line)
+    while let Some(Line { no: line_no, text }) = lines.next_line()? {
+        let result = text.and_then(|line| {
+            serde_json::from_str::<serde_json::Value>(&line)
                 .map_err(|e| MemError::bad_request(format!("line {line_no}: not JSON: {e}")))
                 .and_then(|v| merge_defaults(&defaults, v, line_no))
-                .and_then(|q| c.run(q).map(|d| d.value)),
-            Err(_) => Err(MemError::new(
-                mem_core::ErrorCode::BadEncoding,
-                format!("line {line_no} is not UTF-8 text"),
-            )
-            .with_hint("save the file as UTF-8; the other lines are answered")),
-        };
+                .and_then(|q| c.run(q).map(|d| d.value))
+        });
         match result {
             Ok(r) if out.json() => out.line(&to_json(&r)?)?,
             Ok(r) => out.line(&format!("# {}\n{}", r.query, human_result(&r)))?,
