@@ -369,17 +369,32 @@ fn administration_is_a_service_operation_audited_on_every_surface() {
         "{e}"
     );
 
-    // A token cannot revoke itself, and the last admin token stays.
+    // A token cannot revoke itself, so the last admin token stays: the
+    // one revoking another is still there.
     let (s, me) = send("GET", &url("/v1/tokens"), &admin, None);
     assert_eq!(s, 200);
     let my_id = me[0]["id"].as_str().unwrap().to_string();
     let (s, e) = send("DELETE", &url(&format!("/v1/tokens/{my_id}")), &admin, None);
     assert_eq!(s, 409, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot revoke itself"),
+        "{e}"
+    );
     let other = token(&ws, "second", "admin", &[]);
     let (s, _) = send("DELETE", &url(&format!("/v1/tokens/{my_id}")), &other, None);
     assert_eq!(s, 200, "another admin may revoke it");
     let (s, e) = send("DELETE", &url("/v1/tokens/second"), &other, None);
     assert_eq!(s, 409, "the last admin token stays: {e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot revoke itself"),
+        "{e}"
+    );
 
     // A removal with force is audited, and the configuration follows.
     let (s, r) = send(

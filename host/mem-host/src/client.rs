@@ -44,21 +44,30 @@ impl Client {
         match self {
             Client::Local(ws) => ws.service.caller(&Access::owner()).run(op),
             Client::Remote(r) => {
-                let body = serde_json::to_vec(&op)
+                let args = serde_json::to_value(&op)
                     .map_err(|e| MemError::internal(format!("cannot encode the request: {e}")))?;
-                let answer: Answer = r.call(
-                    "POST",
-                    &format!("/ops/{}", O::NAME),
-                    Full::new(Bytes::from(body)).map_err(|e| match e {}).boxed(),
-                    |_| Ok(()),
-                )?;
+                let done = r.run_json(O::NAME, &args)?;
                 Ok(Done {
-                    value: serde_json::from_value(answer.value).map_err(|e| {
+                    value: serde_json::from_value(done.value).map_err(|e| {
                         MemError::internal(format!("cannot read the server's answer: {e}"))
                     })?,
-                    replayed: answer.replayed,
+                    replayed: done.replayed,
                 })
             }
+        }
+    }
+
+    /// Runs the operation `name` with a JSON request (a batch line), as the
+    /// owner: checked against the operation's schema like any surface's.
+    pub fn run_json(
+        &self,
+        name: &str,
+        args: &serde_json::Value,
+    ) -> MemResult<Done<serde_json::Value>> {
+        match self {
+            Client::Local(ws) => mem_service::door::find(name)?
+                .run_json(&ws.service.caller(&Access::owner()), args.clone()),
+            Client::Remote(r) => r.run_json(name, args),
         }
     }
 
@@ -173,6 +182,22 @@ impl Remote {
             rt,
             bearer: None,
         }))
+    }
+
+    /// Runs the operation `name` in the server.
+    fn run_json(&self, name: &str, args: &serde_json::Value) -> MemResult<Done<serde_json::Value>> {
+        let body = serde_json::to_vec(args)
+            .map_err(|e| MemError::internal(format!("cannot encode the request: {e}")))?;
+        let answer: Answer = self.call(
+            "POST",
+            &format!("/ops/{name}"),
+            Full::new(Bytes::from(body)).map_err(|e| match e {}).boxed(),
+            |_| Ok(()),
+        )?;
+        Ok(Done {
+            value: answer.value,
+            replayed: answer.replayed,
+        })
     }
 
     /// Acts as the token whose secret this is (the server checks it).
@@ -372,17 +397,6 @@ impl mem_server::mcp::Backend for Served {
         name: &str,
         args: serde_json::Value,
     ) -> MemResult<Done<serde_json::Value>> {
-        let body = serde_json::to_vec(&args)
-            .map_err(|e| MemError::internal(format!("cannot encode the request: {e}")))?;
-        let answer: Answer = self.remote.call(
-            "POST",
-            &format!("/ops/{name}"),
-            Full::new(Bytes::from(body)).map_err(|e| match e {}).boxed(),
-            |_| Ok(()),
-        )?;
-        Ok(Done {
-            value: answer.value,
-            replayed: answer.replayed,
-        })
+        self.remote.run_json(name, &args)
     }
 }

@@ -34,11 +34,16 @@ pub async fn serve(
         opts: Arc::new(opts),
     };
     let cancel = tokio_util::sync::CancellationToken::new();
+    // Without its socket (a path too long for one, say) the server still
+    // serves; the owner's CLI is then told the workspace is held.
+    let local = state.opts.socket.as_ref().and_then(|path| {
+        crate::socket::listen(path, svc.clone(), cancel.clone())
+            .inspect_err(
+                |e| tracing::warn!(error = %e.message, "the owner's socket is not available"),
+            )
+            .ok()
+    });
     let worker = svc.spawn_worker()?;
-    let local = match &state.opts.socket {
-        Some(path) => Some(crate::socket::listen(path, svc.clone(), cancel.clone())?),
-        None => None,
-    };
     let app = crate::rest::app(state, cancel.clone());
     on_bound(addr);
     tracing::info!(%addr, "listening");

@@ -98,6 +98,9 @@ pub fn listen(
         .route("/files", post(upload))
         .route("/files/content", get(download))
         .route("/documents", post(import))
+        // The owner's own requests: the operations enforce the workspace's
+        // limits (file size, memory length), not axum's 2 MiB default.
+        .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(middleware::from_fn_with_state(
             state.clone(),
             only_the_owner,

@@ -193,11 +193,6 @@ impl Access {
         &self.paths
     }
 
-    /// True for the workspace owner (no token).
-    pub fn is_owner(&self) -> bool {
-        self.token_id.is_none()
-    }
-
     /// Whose kept answers a request may replay: the token, or the owner.
     pub(crate) fn replay_identity(&self) -> String {
         self.token_id.clone().unwrap_or_else(|| "owner".into())

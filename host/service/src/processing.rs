@@ -97,7 +97,6 @@ impl Service {
     /// queue forgets it.
     pub(crate) fn process_now(&self, id: &str) -> MemResult<()> {
         self.processing.ids.lock().retain(|q| q != id);
-        let _one = self.processing.busy.lock();
         self.process_pending(Some(&[id.to_string()]))?;
         Ok(())
     }
@@ -108,7 +107,6 @@ impl Service {
         if ids.is_empty() {
             return Ok(ProcessReport::default());
         }
-        let _one = self.processing.busy.lock();
         self.process_pending(Some(&ids))
     }
 
@@ -210,6 +208,9 @@ impl Service {
     /// Processes every pending file (or just `ids`). Without a plugin
     /// runtime attached, files stay pending.
     pub(crate) fn process_pending(&self, ids: Option<&[String]>) -> MemResult<ProcessReport> {
+        // One file is processed by one caller at a time: the worker, a put
+        // that waits, a reindex.
+        let _one = self.processing.busy.lock();
         let mut report = ProcessReport::default();
         if self.plugins().is_none() {
             return Ok(report);

@@ -71,12 +71,25 @@ impl Settings {
     }
 }
 
-/// Writes `bytes` beside `path`, syncs, and renames over it: a crash leaves
-/// the old file or the new one, never half of either.
+/// Writes `bytes` beside `path` (owner-only, `0600`, like every data file
+/// of a workspace), syncs, and renames over it: a crash leaves the old
+/// file or the new one, never half of either.
 fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> MemResult<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let tmp = path.with_extension("toml.tmp");
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::File::open(&tmp).and_then(|f| f.sync_all()))
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| {
+            // An existing temp file (a crash) keeps its mode: restrict it.
+            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
         .and_then(|_| std::fs::rename(&tmp, path))
         .map_err(|e| MemError::io(&format!("cannot write {}", path.display()), &e))
 }

@@ -81,8 +81,10 @@ impl BlobDir {
         for entry in entries {
             let entry = entry.map_err(io_err)?;
             // Only files are ours; anything else is left for a person to see.
+            // A temp file that cannot be deleted is only wasted space: it
+            // never keeps the workspace from opening.
             if entry.file_type().map_err(io_err)?.is_file() {
-                remove_if_present(&entry.path())?;
+                let _ = remove_if_present(&entry.path());
             }
         }
         Ok(())
@@ -397,10 +399,16 @@ impl SledStore {
                 let mut gone = self.blobs_tree().remove(&k).map_err(sled_err)?.is_some();
                 self.blob_files_tree().remove(&k).map_err(sled_err)?;
                 // Only keys we could have written as files name a path.
+                // A file that cannot be deleted now (permissions, a busy
+                // disk) keeps its key pending for the next sweep: it never
+                // keeps the workspace from opening.
                 if let Ok(key) = std::str::from_utf8(&k)
                     && is_sha256_hex(key)
                 {
-                    gone |= self.blob_dir.remove(key)?;
+                    match self.blob_dir.remove(key) {
+                        Ok(file_gone) => gone |= file_gone,
+                        Err(_) => continue,
+                    }
                 }
                 if gone {
                     removed += 1;

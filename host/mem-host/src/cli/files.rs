@@ -252,24 +252,43 @@ pub fn get(c: &Client, out: &Out, a: GetArgs) -> MemResult<()> {
         })?
         .value;
     let dest = a.output.unwrap_or_else(|| PathBuf::from(&info.name));
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true);
-    if a.force {
-        opts.create(true).truncate(true);
-    } else {
-        opts.create_new(true);
+    let cannot = |e: &std::io::Error| MemError::io(&format!("cannot write {}", dest.display()), e);
+    let exists = || {
+        MemError::io(
+            &format!("cannot write {}", dest.display()),
+            &std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+        )
+        .with_hint("the local file exists; pass --force to overwrite it")
+    };
+    if !a.force && dest.exists() {
+        return Err(exists());
     }
-    let mut f = opts.open(&dest).map_err(|e| {
-        let err = MemError::io(&format!("cannot write {}", dest.display()), &e);
-        if e.kind() == std::io::ErrorKind::AlreadyExists {
-            err.with_hint("the local file exists; pass --force to overwrite it")
-        } else {
-            err
+    // The bytes go to a file beside the destination, renamed over it once
+    // complete: a download that fails midway leaves the old file (or none).
+    let part = dest.with_file_name(format!(
+        ".{}.{}.part",
+        dest.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| info.name.clone()),
+        std::process::id()
+    ));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&part)
+            .map_err(|e| cannot(&e))?;
+        let file = c.copy_file(&info.id, &mut f)?;
+        f.sync_all().map_err(|e| cannot(&e))?;
+        if !a.force && dest.exists() {
+            return Err(exists());
         }
+        std::fs::rename(&part, &dest).map_err(|e| cannot(&e))?;
+        Ok(file)
+    })();
+    let file = written.inspect_err(|_| {
+        let _ = std::fs::remove_file(&part);
     })?;
-    let file = c.copy_file(&info.id, &mut f)?;
-    f.sync_all()
-        .map_err(|e| MemError::io(&format!("cannot write {}", dest.display()), &e))?;
     let doc = serde_json::json!({ "file": file, "written_to": dest.display().to_string() });
     out.emit(&doc, |_| {
         format!(

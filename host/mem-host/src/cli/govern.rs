@@ -10,13 +10,16 @@ use clap::{Args, Subcommand};
 use mem_core::time::to_rfc3339;
 use mem_core::{ErrorCode, MemError, MemResult};
 use mem_service::check::{CheckRequest, CheckStatus};
+use mem_service::door::Operation;
 use mem_service::gate::ProposalOp;
 use mem_service::ops::govern::{
     AuditShow, AuditVerify, Budgets, Lint, Rebuild, ReviewApprove, ReviewList, ReviewReject,
     ReviewShow,
 };
 use mem_service::ops::recall::Types;
-use mem_service::{AuditQuery, Evidence, EvidenceStance, MemoryDraft, Proposal, ProposalRequest};
+use mem_service::{
+    AuditQuery, Evidence, EvidenceStance, MemoryDraft, Proposal, ProposalOutcome, ProposalRequest,
+};
 use std::path::PathBuf;
 
 /// The new memory of a create/replace/consolidate proposal.
@@ -288,16 +291,20 @@ fn propose_batch(c: &Client, out: &Out, file: &std::path::Path) -> MemResult<()>
     let mut failed = 0;
     while let Some(Line { no: line_no, text }) = lines.next_line()? {
         let result = text.and_then(|line| {
-            serde_json::from_str::<serde_json::Value>(&line)
-                .map_err(|e| e.to_string())
-                .and_then(|v| {
-                    mem_service::door::decode_args::<ProposalRequest>("memory.propose", v)
-                        .map_err(|e| e.message)
-                })
-                .map_err(|e| {
-                    MemError::bad_request(format!("line {line_no}: not a valid proposal: {e}"))
-                })
-                .and_then(|req| c.run(req).map(|d| d.value))
+            let args: serde_json::Value = serde_json::from_str(&line).map_err(|e| {
+                MemError::bad_request(format!("line {line_no}: not JSON: {e}"))
+                    .with_hint("each line is one ProposalRequest as a JSON object")
+            })?;
+            // The door checks the line against the proposal's schema and
+            // keeps its code, hint and details.
+            let done = c
+                .run_json(ProposalRequest::NAME, &args)
+                .map_err(|e| MemError {
+                    message: format!("line {line_no}: {}", e.message),
+                    ..e
+                })?;
+            serde_json::from_value::<ProposalOutcome>(done.value)
+                .map_err(|e| MemError::internal(format!("cannot read the answer: {e}")))
         });
         let doc = match result {
             Ok(o) => {

@@ -22,12 +22,16 @@ pub fn mcp(dir: &Path) -> MemResult<()> {
             let Some(remote) = Remote::connect(dir)? else {
                 return Err(workspace::explain_lock(dir, e));
             };
-            let served = Served::new(remote.acting_as(token), dir)?;
+            let served = Arc::new(Served::new(remote.acting_as(token), dir)?);
             check_token(&served)?;
-            return runtime()?.block_on(mem_server::mcp::serve_stdio_through(
-                Arc::new(served),
+            let session = runtime()?.block_on(mem_server::mcp::serve_stdio_through(
+                served.clone(),
                 Access::owner(),
             ));
+            // The remote owns a runtime of its own: it is dropped here, not
+            // inside the session's async context (where that would panic).
+            drop(served);
+            return session;
         }
         Err(e) => return Err(e),
     };

@@ -35,7 +35,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde::Serialize;
 use serde_json::Value;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tools::ToolDef;
 
@@ -95,6 +95,7 @@ impl Backend for Service {
 #[derive(Clone)]
 pub struct MemMcp {
     backend: Arc<dyn Backend>,
+    tools: Arc<Tools>,
     /// The caller of a stdio session. `None` over HTTP, where every request
     /// carries its own access (and a request without one is refused).
     local: Option<Access>,
@@ -188,39 +189,39 @@ fn unauthenticated() -> MemError {
     .with_hint("send `Authorization: Bearer <token>` (create one with `mem-host token create`)")
 }
 
-/// The tools with their schemas, built once per process (the workspace's
-/// types are fixed while it runs).
-fn listed(backend: &dyn Backend) -> &'static (Vec<ToolDef>, Vec<Tool>) {
-    static TOOLS: OnceLock<(Vec<ToolDef>, Vec<Tool>)> = OnceLock::new();
-    TOOLS.get_or_init(|| {
-        let config = backend.config();
-        let defs = tools::tools();
-        let listed = defs
-            .iter()
-            .map(|d| {
-                let mut schema = d.op.request_schema(&config);
-                if let Some(o) = schema.as_object_mut() {
-                    o.remove("$schema");
-                }
-                let object: JsonObject = match schema {
-                    Value::Object(o) => o,
-                    _ => JsonObject::new(),
-                };
-                Tool::new(d.name, d.description, Arc::new(object)).with_annotations(
-                    ToolAnnotations::new()
-                        .read_only(d.read_only)
-                        .destructive(d.destructive),
-                )
-            })
-            .collect();
-        (defs, listed)
-    })
+/// The tools with their input schemas, tailored to `backend`'s workspace.
+type Tools = (Vec<ToolDef>, Vec<Tool>);
+
+/// Built once per handler (an HTTP server's sessions share its handler's).
+fn listed(backend: &dyn Backend) -> Tools {
+    let config = backend.config();
+    let defs = tools::tools();
+    let listed = defs
+        .iter()
+        .map(|d| {
+            let mut schema = d.op.request_schema(&config);
+            if let Some(o) = schema.as_object_mut() {
+                o.remove("$schema");
+            }
+            let object: JsonObject = match schema {
+                Value::Object(o) => o,
+                _ => JsonObject::new(),
+            };
+            Tool::new(d.name, d.description, Arc::new(object)).with_annotations(
+                ToolAnnotations::new()
+                    .read_only(d.read_only)
+                    .destructive(d.destructive),
+            )
+        })
+        .collect();
+    (defs, listed)
 }
 
 impl MemMcp {
     /// A stdio session acting as `access`.
     pub fn local(backend: Arc<dyn Backend>, access: Access) -> Self {
         Self {
+            tools: Arc::new(listed(backend.as_ref())),
             backend,
             local: Some(access),
         }
@@ -229,6 +230,7 @@ impl MemMcp {
     /// An HTTP session: each request's access comes from its extensions.
     pub fn remote(backend: Arc<dyn Backend>) -> Self {
         Self {
+            tools: Arc::new(listed(backend.as_ref())),
             backend,
             local: None,
         }
@@ -272,7 +274,7 @@ impl MemMcp {
 
     /// Runs the tool `name` with `args`.
     async fn call(&self, name: &str, ext: &Extensions, args: JsonObject) -> CallToolResult {
-        let (defs, _) = listed(self.backend.as_ref());
+        let (defs, _) = &*self.tools;
         let Some(def) = defs.iter().find(|d| d.name == name).copied() else {
             return tool_error(
                 &MemError::new(ErrorCode::NotFound, format!("no tool {name:?}"))
@@ -339,17 +341,11 @@ impl ServerHandler for MemMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            listed(self.backend.as_ref()).1.clone(),
-        ))
+        Ok(ListToolsResult::with_all_items(self.tools.1.clone()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        listed(self.backend.as_ref())
-            .1
-            .iter()
-            .find(|t| t.name == name)
-            .cloned()
+        self.tools.1.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(

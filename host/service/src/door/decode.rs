@@ -57,6 +57,9 @@ impl Service {
 impl Caller<'_> {
     /// `args` as the request of `O`, checked against its schema first.
     pub fn decode<O: Operation>(&self, mut args: Value) -> MemResult<O> {
+        // Who may ask comes before what was asked: a caller without the
+        // scope learns nothing from a validation error.
+        self.require(O::SCOPE)?;
         whole_numbers(&mut args);
         let validator = self.svc.validator::<O>()?;
         if let Some(e) = validator.iter_errors(&args).next() {

@@ -44,8 +44,9 @@ pub trait Operation: Serialize + DeserializeOwned + schemars::JsonSchema + Send 
     /// Stable name, e.g. `memory.feedback`: the socket route and the
     /// registry key.
     const NAME: &'static str;
-    /// The scope a token needs. Workspace-level operations refuse a caller
-    /// without it (`forbidden`); on an object it reads as `not_found`.
+    /// The scope a token needs: a caller without it is refused
+    /// (`forbidden`) before its request is looked at. An object outside
+    /// the caller's paths reads as `not_found`.
     const SCOPE: Scope;
     const REPLAY: Replay;
     type Output: Serialize + DeserializeOwned + schemars::JsonSchema + Send + 'static;
@@ -121,6 +122,7 @@ impl<'a> Caller<'a> {
 
     /// Runs `op` as this caller: the only way a surface reaches the service.
     pub fn run<O: Operation>(&self, op: O) -> MemResult<Done<O::Output>> {
+        self.require(O::SCOPE)?;
         if O::REPLAY == Replay::Kept
             && let Some(key) = checked_key(op.idempotency_key())?
         {

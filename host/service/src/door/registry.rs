@@ -20,8 +20,6 @@ pub struct OpEntry {
     pub scope: Scope,
     pub replay: Replay,
     run: RunJson,
-    input: SchemaFn,
-    input_root: SchemaFn,
     request: fn(&crate::WorkspaceConfig) -> Value,
     output: SchemaFn,
 }
@@ -30,17 +28,6 @@ impl OpEntry {
     /// Decodes `args` as the operation's request and runs it.
     pub fn run_json(&self, c: &Caller<'_>, args: Value) -> MemResult<Done<Value>> {
         (self.run)(c, args)
-    }
-
-    /// The request's schema, as a reference into `g`'s definitions.
-    pub fn input_schema(&self, g: &mut SchemaGenerator) -> Schema {
-        (self.input)(g)
-    }
-
-    /// The request's schema as a document of its own (an MCP tool's input
-    /// schema; with `inline_subschemas`, one self-contained object).
-    pub fn input_root(&self, g: &mut SchemaGenerator) -> Schema {
-        (self.input_root)(g)
     }
 
     /// The request's schema as the door enforces it: inlined, tailored to
@@ -52,23 +39,9 @@ impl OpEntry {
     pub fn output_schema(&self, g: &mut SchemaGenerator) -> Schema {
         (self.output)(g)
     }
-
-    /// True when the request carries an `idempotency_key` field.
-    pub fn takes_key(&self) -> bool {
-        let mut g = schemars::generate::SchemaSettings::draft2020_12()
-            .with(|s| s.inline_subschemas = true)
-            .into_generator();
-        self.input_root(&mut g)
-            .get("properties")
-            .and_then(|p| p.get("idempotency_key"))
-            .is_some()
-    }
 }
 
 fn run_json<O: Operation>(c: &Caller<'_>, args: Value) -> MemResult<Done<Value>> {
-    // Who may ask comes before what was asked: a caller without the scope
-    // learns nothing from a validation error.
-    c.require(O::SCOPE)?;
     let op: O = c.decode(args)?;
     let done = c.run(op)?;
     let value = serde_json::to_value(&done.value)
@@ -83,10 +56,6 @@ fn schema_of<T: schemars::JsonSchema>(g: &mut SchemaGenerator) -> Schema {
     g.subschema_for::<T>()
 }
 
-fn root_of<T: schemars::JsonSchema>(g: &mut SchemaGenerator) -> Schema {
-    g.root_schema_for::<T>()
-}
-
 /// The entry of operation `O` (surfaces build their tables from these).
 pub fn entry<O: Operation>() -> OpEntry {
     OpEntry {
@@ -94,8 +63,6 @@ pub fn entry<O: Operation>() -> OpEntry {
         scope: O::SCOPE,
         replay: O::REPLAY,
         run: run_json::<O>,
-        input: schema_of::<O>,
-        input_root: root_of::<O>,
         request: super::request_schema::<O>,
         output: schema_of::<O::Output>,
     }

@@ -39,7 +39,7 @@ fn get(c: &Caller<'_>, id: &str) -> MemResult<Memory> {
 }
 
 #[test]
-fn objects_outside_paths_or_scope_read_as_not_found() {
+fn objects_outside_paths_read_as_not_found_and_a_missing_scope_is_forbidden() {
     let (_d, s) = crate::tests::service();
     let inside = remember(&s, "/a", "inside");
     let outside = remember(&s, "/b", "outside");
@@ -50,13 +50,13 @@ fn objects_outside_paths_or_scope_read_as_not_found() {
     let missing = get(&c, "mem_01jdzzzzzzzzzzzzzzzzzzzzzz").unwrap_err();
     assert_eq!(e.code, ErrorCode::NotFound);
     assert_eq!(e.hint, missing.hint);
-    // Scope missing on an object: not found too.
+    // Without the operation's scope: forbidden, on an object as on the
+    // workspace (the same answer on every surface).
     let search_only = token(&s, &["search"], &[]);
     assert_eq!(
         get(&s.caller(&search_only), &inside.id).unwrap_err().code,
-        ErrorCode::NotFound
+        ErrorCode::Forbidden
     );
-    // Workspace-level ops without the scope: forbidden.
     assert_eq!(
         s.caller(&search_only)
             .run(ListMemories::default())
@@ -81,7 +81,7 @@ fn objects_outside_paths_or_scope_read_as_not_found() {
     };
     assert_eq!(
         c.run(forget).unwrap_err().code,
-        ErrorCode::NotFound,
+        ErrorCode::Forbidden,
         "no delete scope"
     );
 }

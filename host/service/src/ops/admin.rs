@@ -62,8 +62,9 @@ impl Operation for TokenRequest {
 }
 
 /// `token.revoke`: the next call with the token is refused. A token
-/// cannot revoke itself, and the last admin token can only be revoked by
-/// the owner (the CLI), so a token-holding client cannot lock the owner out.
+/// cannot revoke itself: an admin token revoking another leaves itself, so
+/// a token-holding client can never revoke the last admin token (only the
+/// owner, through the CLI, can).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenRevoke {
@@ -88,31 +89,13 @@ impl Operation for TokenRevoke {
     fn run(self, c: &Caller<'_>) -> MemResult<TokenInfo> {
         let svc = c.admin()?;
         let target = svc.find_token(&self.id)?;
-        if let Some(me) = c.access.token_id() {
-            if target.id == me {
-                return Err(MemError::new(
-                    ErrorCode::InvalidState,
-                    "a token cannot revoke itself",
-                )
-                .with_hint("revoke it with another admin token, or as the owner with `mem-host token revoke`")
-                .with_details(json!({ "token": target.id })));
-            }
-            let admins: Vec<TokenInfo> = svc
-                .list_tokens()?
-                .into_iter()
-                .filter(|t| t.revoked_at.is_none() && t.scopes.contains(&Scope::Admin))
-                .collect();
-            if target.scopes.contains(&Scope::Admin)
-                && target.revoked_at.is_none()
-                && admins.len() <= 1
-            {
-                return Err(MemError::new(
-                    ErrorCode::InvalidState,
-                    "the last admin token can only be revoked by the owner",
-                )
-                .with_hint("create another admin token first, or revoke it with `mem-host token revoke` on the workspace's machine")
-                .with_details(json!({ "token": target.id })));
-            }
+        if c.access.token_id() == Some(target.id.as_str()) {
+            return Err(MemError::new(
+                ErrorCode::InvalidState,
+                "a token cannot revoke itself",
+            )
+            .with_hint("revoke it with another admin token, or as the owner with `mem-host token revoke`")
+            .with_details(json!({ "token": target.id })));
         }
         let revoked = svc.revoke_token(&target.id)?;
         svc.audit_admin(

@@ -450,42 +450,25 @@ impl Service {
                     now_ms: now().timestamp_millis(),
                     path: req.scope.clone(),
                 };
-                match super::selection::run_chain(host.as_ref(), &candidates, &sq, pool as u32) {
-                    Ok(outcome) => {
-                        if outcome.partial() {
-                            partial = true;
-                            warnings.push("a selection stage failed and was bypassed".into());
-                        }
-                        let kept: Vec<&SearchHit> = outcome
-                            .ids
-                            .iter()
-                            .filter_map(|id| found.hits.iter().find(|h| &h.citation == id))
-                            .collect();
-                        let trace = SelectionTrace {
-                            status: "ran".into(),
-                            reason: None,
-                            input: selection_input,
-                            output: kept.len(),
-                            stages: outcome.stages,
-                        };
-                        (kept, trace)
-                    }
-                    Err(e) => {
-                        partial = true;
-                        warnings.push(format!(
-                            "the selection chain failed ({}); recall order kept",
-                            e.message
-                        ));
-                        let trace = SelectionTrace {
-                            status: "failed".into(),
-                            reason: Some(e.message),
-                            input: selection_input,
-                            output: selection_input,
-                            stages: Vec::new(),
-                        };
-                        (found.hits.iter().collect(), trace)
-                    }
+                let outcome =
+                    super::selection::run_chain(host.as_ref(), &candidates, &sq, pool as u32);
+                if outcome.partial() {
+                    partial = true;
+                    warnings.push("a selection stage failed and was bypassed".into());
                 }
+                let kept: Vec<&SearchHit> = outcome
+                    .ids
+                    .iter()
+                    .filter_map(|id| found.hits.iter().find(|h| &h.citation == id))
+                    .collect();
+                let trace = SelectionTrace {
+                    status: "ran".into(),
+                    reason: None,
+                    input: selection_input,
+                    output: kept.len(),
+                    stages: outcome.stages,
+                };
+                (kept, trace)
             }
             None => (
                 found.hits.iter().collect(),

@@ -1,7 +1,6 @@
 //! The selection chain (`[plugins.selection]`): recall's orchestration of
 //! selector plugins, one stage after another, each run by the plugin host.
 
-use mem_core::MemResult;
 use mem_core::plugin::{PluginHost, SelectCandidate, SelectQuery, SelectionOutcome, StageReport};
 use std::collections::BTreeMap;
 
@@ -15,7 +14,7 @@ pub(crate) fn run_chain(
     candidates: &[SelectCandidate],
     query: &SelectQuery,
     limit: u32,
-) -> MemResult<SelectionOutcome> {
+) -> SelectionOutcome {
     let chain = host.config().selection;
     let mut current: Vec<SelectCandidate> = candidates
         .iter()
@@ -56,10 +55,10 @@ pub(crate) fn run_chain(
         }
     }
     current.truncate(limit as usize);
-    Ok(SelectionOutcome {
+    SelectionOutcome {
         ids: current.into_iter().map(|c| c.id).collect(),
         stages,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -132,7 +131,7 @@ mod tests {
     #[test]
     fn stages_run_in_order_on_the_survivors_and_the_result_is_cut() {
         let h = host(&[("evens", None), ("reverse", Some(2))], 500);
-        let out = run_chain(&h, &ids(6), &query(), 10).unwrap();
+        let out = run_chain(&h, &ids(6), &query(), 10);
         // evens keeps m0 m2 m4 (the id it invented is dropped); reverse
         // keeps two of them, in its own order.
         assert_eq!(out.ids, ["m4", "m2"]);
@@ -144,14 +143,14 @@ mod tests {
             [(6, 3), (3, 2)]
         );
         assert!(!out.partial());
-        let out = run_chain(&h, &ids(6), &query(), 1).unwrap();
+        let out = run_chain(&h, &ids(6), &query(), 1);
         assert_eq!(out.ids, ["m4"]);
     }
 
     #[test]
     fn a_failing_stage_is_bypassed_cut_to_its_limit_and_reported() {
         let h = host(&[("broken", Some(3)), ("reverse", None)], 500);
-        let out = run_chain(&h, &ids(5), &query(), 10).unwrap();
+        let out = run_chain(&h, &ids(5), &query(), 10);
         assert_eq!(out.ids, ["m2", "m1", "m0"]);
         assert!(out.partial());
         assert!(out.stages[0].error.is_some());
@@ -161,7 +160,7 @@ mod tests {
     #[test]
     fn the_first_stage_sees_at_most_max_candidates() {
         let h = host(&[("reverse", None)], 2);
-        let out = run_chain(&h, &ids(5), &query(), 10).unwrap();
+        let out = run_chain(&h, &ids(5), &query(), 10);
         assert_eq!(out.ids, ["m1", "m0"]);
         assert_eq!(out.stages[0].input, 2);
     }
