@@ -216,7 +216,6 @@ impl SledStore {
         }
         let mut temp = self.blob_dir.temp()?;
         temp.write(bytes)?;
-        temp.sync()?;
         self.install_file(temp, sha256, bytes.len() as u64)?;
         Ok(())
     }
@@ -270,7 +269,6 @@ impl SledStore {
             temp.write(&buf[..n])?;
             size += n as u64;
         }
-        temp.sync()?;
         let sha256 = hex::encode(hasher.finalize());
         let existed = self.install_file(temp, &sha256, size)?;
         Ok(BlobWritten {
@@ -280,13 +278,15 @@ impl SledStore {
         })
     }
 
-    /// Puts a synced temp file in place and marks it stored; `true` when
-    /// the blob was already stored (the temp file is dropped).
+    /// Syncs a temp file, puts it in place and marks it stored; `true`
+    /// when the blob was already stored (the temp file is dropped unsynced:
+    /// a repeated upload costs no writeback).
     fn install_file(&self, temp: TempBlob, sha256: &str, size: u64) -> Result<bool, StoreError> {
         let _guard = self.install_lock.lock().map_err(lock_err)?;
         if self.blobs_tree().contains_key(sha256).map_err(sled_err)? {
             return Ok(true);
         }
+        temp.sync()?;
         // Durably pending before the file exists: a crash after the rename
         // leaves a file that `gc_blobs` finds.
         self.pending_tree().insert(sha256, &[]).map_err(sled_err)?;
