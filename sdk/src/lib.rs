@@ -169,6 +169,7 @@ mod tests {
             ReadItem {
                 id: "m".into(),
                 kind: "fact".into(),
+                role: None,
                 path: "/".into(),
                 lifecycle: "active".into(),
                 confidence: 1.0,
@@ -176,6 +177,8 @@ mod tests {
                 event_at_ms: None,
                 tags: vec![],
                 source: None,
+                attributes: vec![],
+                pinned: false,
             },
             ReadRequest {
                 agent: None,

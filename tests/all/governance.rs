@@ -638,3 +638,93 @@ fn works_and_broken_are_a_contradiction() {
     );
     assert_eq!(memory_json(&ws, first)["lifecycle"], "active");
 }
+
+/// Regression: the write gate's policy plugins ran on proposals only; the
+/// default direct `remember` skipped them. Now every path asks them, and
+/// what a policy demands per path is its configuration.
+#[test]
+fn regression_write_policies_judge_direct_writes_on_their_configured_routes() {
+    let ws = Ws::new();
+    set_config(
+        &ws,
+        "[plugins.evidence]\nconfig = { routes = \"propose,remember\" }\n",
+    );
+    let err = ws
+        .run(&[
+            "remember",
+            "staging runs postgres 16",
+            "--kind",
+            "fact",
+            "--path",
+            "/infra",
+            "--idempotency-key",
+            "w1",
+        ])
+        .fails("write_rejected", 1);
+    assert!(err.to_string().contains("missing_source"), "{err}");
+    // A source but no evidence: the policy queues it for review.
+    let out = ws
+        .run(&[
+            "remember",
+            "staging runs postgres 17",
+            "--kind",
+            "fact",
+            "--path",
+            "/infra",
+            "--idempotency-key",
+            "w2",
+            "--source-type",
+            "log",
+            "--source-ref",
+            "deploy.log",
+        ])
+        .ok()
+        .json();
+    assert!(out["memory"].is_null(), "{out}");
+    assert_eq!(out["proposal"]["status"], "queued", "{out}");
+    // `batch` is not among the routes: a line without a source lands.
+    let file = ws.write(
+        "in.jsonl",
+        br#"{"content":"staging runs postgres 18","kind":"fact","path":"/infra","idempotency_key":"w3"}"#,
+    );
+    let lines = ws
+        .run(&["remember", "--jsonl", crate::support::p(&file)])
+        .ok()
+        .json_lines();
+    assert_eq!(lines[0]["ok"], true, "{lines:?}");
+}
+
+#[test]
+fn a_proposal_without_evidence_can_be_approved_as_tentative_and_serves_provisional() {
+    let ws = Ws::new();
+    let queued = ws
+        .run(&[
+            "propose",
+            "create",
+            "the office moves to pier 9",
+            "--kind",
+            "fact",
+            "--path",
+            "/team",
+            "--idempotency-key",
+            "t1",
+            "--source-type",
+            "chat",
+            "--source-ref",
+            "standup",
+        ])
+        .ok()
+        .json();
+    assert_eq!(queued["proposal"]["status"], "queued", "{queued}");
+    let id = queued["proposal"]["id"].as_str().unwrap();
+    let approved = ws
+        .run(&["review", "approve", id, "--tentative"])
+        .ok()
+        .json();
+    assert_eq!(approved["tentative"], true, "{approved}");
+    let mid = approved["result_ids"][0].as_str().unwrap();
+    let m = ws.run(&["memory", "get", mid]).ok().json();
+    assert_eq!(m["confidence"], 0.3, "{m}");
+    let pack = ws.run(&["context", "office pier"]).ok().json();
+    assert_eq!(pack["provisional"][0]["id"], mid, "{pack:#}");
+}

@@ -14,6 +14,7 @@ mod governance;
 mod mcp;
 mod memories;
 mod plugins;
+mod read_gate;
 mod recall;
 mod rest;
 mod schemas;

@@ -329,11 +329,12 @@ fn context_pack_is_cited_budgeted_and_explains_itself() {
     )
     .ok()
     .json();
+    // A decision's role is guidance: `should`.
     assert_eq!(
-        pack["must"][0]["citation"],
+        pack["should"][0]["citation"],
         format!("mem://memory/{}", d["id"].as_str().unwrap())
     );
-    assert_eq!(pack["must"][0]["content_sha256"], d["content_sha256"]);
+    assert_eq!(pack["should"][0]["content_sha256"], d["content_sha256"]);
     assert!(pack["used_chars"].as_u64().unwrap() <= 120);
     let omitted = pack["omitted"].as_array().unwrap();
     assert_eq!(omitted[0]["id"], n["id"]);

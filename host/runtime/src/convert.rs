@@ -116,6 +116,7 @@ pub(crate) fn proposal_in(p: &core::ProposalInput) -> wit::Proposal {
             })
             .collect(),
         attributes: pairs_in(&p.attributes),
+        route: p.route.clone(),
     }
 }
 
@@ -141,6 +142,7 @@ pub(crate) fn read_item_in(i: &core::ReadItem) -> wit::ReadItem {
     wit::ReadItem {
         id: i.id.clone(),
         kind: i.kind.clone(),
+        role: i.role.clone(),
         path: i.path.clone(),
         lifecycle: i.lifecycle.clone(),
         confidence: i.confidence,
@@ -148,6 +150,8 @@ pub(crate) fn read_item_in(i: &core::ReadItem) -> wit::ReadItem {
         event_at_ms: i.event_at_ms,
         tags: i.tags.clone(),
         source: i.source.clone(),
+        attributes: i.attributes.clone(),
+        pinned: i.pinned,
     }
 }
 

@@ -492,6 +492,7 @@ fn selection_chain_policy_detector_and_adapter_run_as_components() {
         confidence: 0.5,
         evidence: vec![],
         attributes: Default::default(),
+        route: "propose".into(),
     };
     let v = host.check_write("evidence", &proposal).unwrap();
     assert_eq!(v.decision, Decision::Deny);

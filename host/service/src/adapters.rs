@@ -58,7 +58,7 @@ impl Service {
                 (req, actor.clone())
             })
             .collect();
-        let results = self.remember_many(&requests);
+        let results = self.remember_many(&requests, crate::gate::WriteRoute::Import);
         self.catch_up_index();
         Ok(results)
     }

@@ -139,6 +139,9 @@ pub struct Budgets {
 pub struct TypesConfig {
     #[serde(default)]
     pub files: Vec<String>,
+    /// Built-in kind → the role it plays here (`types` shows the result).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub roles: BTreeMap<String, String>,
     /// Built-in kinds plus the types of `files`, compiled at load.
     #[serde(skip)]
     pub registry: crate::types::TypeRegistry,
@@ -264,7 +267,7 @@ impl Default for WorkspaceConfig {
 impl WorkspaceConfig {
     /// Parses `mem.toml` text; errors name the line and key at fault.
     pub fn parse(text: &str) -> Result<Self, MemError> {
-        let cfg: WorkspaceConfig = toml::from_str(text).map_err(|e| {
+        let mut cfg: WorkspaceConfig = toml::from_str(text).map_err(|e| {
             MemError::new(ErrorCode::ConfigInvalid, format!("mem.toml is invalid: {}", e.message()))
                 .with_hint("fix the named key in mem.toml; `mem-host init --print-config` shows every setting with its default")
                 .with_details(serde_json::json!({
@@ -272,6 +275,7 @@ impl WorkspaceConfig {
                 }))
         })?;
         cfg.validate()?;
+        cfg.types.registry.override_roles(&cfg.types.roles)?;
         Ok(cfg)
     }
 
@@ -287,7 +291,8 @@ impl WorkspaceConfig {
     pub(crate) fn parse_in(text: &str, dir: &Path) -> Result<Self, MemError> {
         let mut cfg = Self::parse(text)?;
         cfg.base_dir = dir.to_path_buf();
-        cfg.types.registry = crate::types::TypeRegistry::load(dir, &cfg.types.files)?;
+        cfg.types.registry =
+            crate::types::TypeRegistry::load(dir, &cfg.types.files, &cfg.types.roles)?;
         Ok(cfg)
     }
 
@@ -372,6 +377,9 @@ default = "auto"
 [types]
 # Domain type schema files (JSON), relative to this folder.
 # files = ["types/coding.json"]
+# The role a built-in kind plays (constraint | guidance | assertion |
+# question | symbol); the role decides the context-pack lane.
+# roles = {{ decision = "constraint" }}
 
 # Plugins: WebAssembly components in plugins/. A plugin uses a capability
 # (log, config, kv, embed, fs) only if its manifest requests it AND it is

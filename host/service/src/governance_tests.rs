@@ -78,7 +78,7 @@ fn review_policy_queues_and_only_approval_writes() {
     assert!(shown.diff.contains("+we ship on fridays"), "{}", shown.diff);
 
     let approved = svc
-        .review_approve(&proposal.id, &owner(), Some("ok"))
+        .review_approve(&proposal.id, &owner(), Some("ok"), false)
         .unwrap();
     assert_eq!(approved.status, ProposalStatus::Approved);
     let m = svc.memory(&approved.result_ids[0]).unwrap();
@@ -87,7 +87,7 @@ fn review_policy_queues_and_only_approval_writes() {
     assert_eq!(gov.approved_by, "human:owner");
     // Approving twice is refused.
     assert_eq!(
-        svc.review_approve(&proposal.id, &owner(), None)
+        svc.review_approve(&proposal.id, &owner(), None, false)
             .unwrap_err()
             .code,
         ErrorCode::InvalidState
@@ -701,7 +701,7 @@ fn a_queued_replace_hides_nothing() {
         .proposal
         .unwrap();
     let a = svc
-        .review_approve(&queued.id, &owner(), None)
+        .review_approve(&queued.id, &owner(), None, false)
         .unwrap()
         .result_ids[0]
         .clone();

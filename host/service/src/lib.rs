@@ -36,7 +36,7 @@ pub use door::{Caller, Done, Operation};
 pub use files::{Entry, Listing, MkdirResult, MoveResult, PutFileResult, RemoveResult};
 pub use gate::{
     Evidence, EvidenceStance, Proposal, ProposalOutcome, ProposalRequest, ProposalStatus,
-    ReviewItem,
+    ReviewItem, WriteRoute,
 };
 pub use memories::{ListMemories, MAX_LIST_LIMIT, Page, RememberOutcome};
 pub use requests::{MemoryDraft, RememberRequest};
@@ -163,7 +163,7 @@ impl Service {
                 (r.clone(), actor)
             })
             .collect();
-        let out = self.remember_many(&with_actors);
+        let out = self.remember_many(&with_actors, gate::WriteRoute::Batch);
         self.catch_up_index();
         out
     }

@@ -6,7 +6,7 @@ use crate::Service;
 use crate::audit::{Actor, AuditDraft};
 use crate::budget::UsageChange;
 use crate::config::{RememberRoute, WriteMode};
-use crate::gate::authority;
+use crate::gate::{WriteRoute, authority};
 use crate::records::{Stored, decode, encode, load, push_event, transact};
 use crate::requests::{
     MAX_ATTR_KEY_CHARS, MAX_ATTR_VALUE_CHARS, MAX_ATTRS, MAX_FIELD_CHARS, MemoryDraft, ProposalOp,
@@ -247,7 +247,13 @@ impl Service {
         req: &RememberRequest,
         actor: &Actor,
     ) -> MemResult<RememberOutcome> {
-        let out = self.remember_with(req, Durability::Immediate, actor, true)?;
+        let out = self.remember_with(
+            req,
+            Durability::Immediate,
+            actor,
+            true,
+            WriteRoute::Remember,
+        )?;
         self.after_memory_write()?;
         Ok(out)
     }
@@ -265,10 +271,11 @@ impl Service {
     pub(crate) fn remember_many(
         &self,
         reqs: &[(RememberRequest, Actor)],
+        route: WriteRoute,
     ) -> Vec<MemResult<RememberOutcome>> {
         let results: Vec<_> = reqs
             .iter()
-            .map(|(r, actor)| self.remember_with(r, Durability::Deferred, actor, false))
+            .map(|(r, actor)| self.remember_with(r, Durability::Deferred, actor, false, route))
             .collect();
         if let Err(err) = self.store().flush().map_err(MemError::from) {
             return results
@@ -286,6 +293,7 @@ impl Service {
         durability: Durability,
         actor: &Actor,
         detect: bool,
+        route: WriteRoute,
     ) -> MemResult<RememberOutcome> {
         let denied = |e: &MemError| AuditDraft {
             actor: actor.clone(),
@@ -297,7 +305,7 @@ impl Service {
             verdict_source: "host".into(),
             reasons: vec![format!("{}: {}", e.code.as_str(), e.message)],
         };
-        let result = self.remember_checked(req, durability, actor, detect);
+        let result = self.remember_checked(req, durability, actor, detect, route);
         match result {
             Err(e)
                 if e.code != ErrorCode::WriteRejected
@@ -311,12 +319,15 @@ impl Service {
     }
 
     /// `detect`: run the workspace's relation detectors on a direct write.
+    /// The write policy plugins judge every direct write (on its `route`);
+    /// one that does not allow it sends it through the gate as a proposal.
     fn remember_checked(
         &self,
         req: &RememberRequest,
         durability: Durability,
         actor: &Actor,
         detect: bool,
+        route: WriteRoute,
     ) -> MemResult<RememberOutcome> {
         let (template, request_sha) = self.prepare_memory(&req.draft())?;
         let key = crate::door::checked_key(Some(&req.idempotency_key))?
@@ -356,16 +367,21 @@ impl Service {
                 .with_hint("this kind of memory cannot be written here; ask the workspace owner")
                 .with_details(json!({ "rule": rule })));
         }
-        if mode == WriteMode::Review || config.gate.remember == RememberRoute::Gate {
-            let proposal = ProposalRequest {
-                op: ProposalOp::Create,
-                targets: Vec::new(),
-                memory: Some(req.draft()),
-                evidence: Vec::new(),
-                reason: None,
-                idempotency_key: key,
-            };
-            let outcome = self.propose(&proposal, actor)?;
+        let proposal = ProposalRequest {
+            op: ProposalOp::Create,
+            targets: Vec::new(),
+            memory: Some(req.draft()),
+            evidence: Vec::new(),
+            reason: None,
+            idempotency_key: key,
+        };
+        let gated = mode == WriteMode::Review || config.gate.remember == RememberRoute::Gate;
+        let objected = !gated
+            && load::<IdempotencyRecord>(store, Table::Idempotency, &key_hash)?.is_none()
+            && self.policies_object(&proposal, &template, actor, route)?;
+        if gated || objected {
+            let route = if gated { WriteRoute::Propose } else { route };
+            let outcome = self.propose_via(&proposal, actor, route)?;
             let memory = match outcome.proposal.result_ids.first() {
                 Some(id) => Some(self.memory(id)?),
                 None => None,
@@ -415,6 +431,7 @@ impl Service {
                 proposal_id: None,
                 proposed_by: actor.label(),
                 approved_by: format!("mem.toml {rule}"),
+                tentative: false,
             });
             let rec = IdempotencyRecord {
                 request_sha256: request_sha.clone(),

@@ -139,9 +139,15 @@ fn valid_ident(s: &str) -> bool {
 }
 
 impl TypeRegistry {
-    /// Built-in kinds plus the domain types of `files` (relative to `base`).
-    pub fn load(base: &Path, files: &[String]) -> MemResult<Self> {
+    /// Built-in kinds (with the owner's `roles` overrides) plus the domain
+    /// types of `files` (relative to `base`).
+    pub fn load(
+        base: &Path,
+        files: &[String],
+        roles: &BTreeMap<String, String>,
+    ) -> MemResult<Self> {
         let mut reg = Self::default();
+        reg.override_roles(roles)?;
         for file in files {
             let path = base.join(file);
             let text = std::fs::read_to_string(&path)
@@ -223,6 +229,44 @@ impl TypeRegistry {
         Ok(())
     }
 
+    /// `[types] roles`: a built-in kind plays another role in this
+    /// workspace (a domain type declares its own in its schema).
+    pub fn override_roles(&mut self, roles: &BTreeMap<String, String>) -> MemResult<()> {
+        for (kind, role) in roles {
+            let bad = |msg: String| {
+                MemError::new(
+                    ErrorCode::ConfigInvalid,
+                    format!("mem.toml is invalid: {msg}"),
+                )
+                .with_hint("[types] roles maps a built-in kind to one of the roles")
+                .with_details(json!({ "key": format!("types.roles.{kind}") }))
+            };
+            if !ROLES.contains(&role.as_str()) {
+                return Err(bad(format!(
+                    "types.roles.{kind}: unknown role {role:?} (roles: {})",
+                    ROLES.join(", ")
+                )));
+            }
+            match self.types.get_mut(kind) {
+                Some(def) if def.builtin => def.role = role.clone(),
+                _ => {
+                    return Err(bad(format!(
+                        "types.roles.{kind}: not a built-in kind ({}); a domain type declares its role in its schema",
+                        BUILTIN_KINDS.join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The role of a memory of `kind` (a built-in kind or a domain type):
+    /// the one table lanes, the selection chain and `check` read. `None`
+    /// for a kind the workspace does not know (a file chunk's kind).
+    pub fn role_of(&self, kind: &str) -> Option<&str> {
+        self.types.get(kind).map(|d| d.role.as_str())
+    }
+
     pub fn all(&self) -> impl Iterator<Item = &TypeDef> {
         self.types.values()
     }
@@ -289,6 +333,18 @@ impl TypeRegistry {
     }
 }
 
+impl crate::Service {
+    /// The role of a memory of `kind` (built-in kind or domain type) in
+    /// this workspace: see [`TypeRegistry::role_of`].
+    pub fn role_of(&self, kind: &str) -> Option<String> {
+        self.config()
+            .types
+            .registry
+            .role_of(kind)
+            .map(str::to_string)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,9 +358,33 @@ mod tests {
         let reg = TypeRegistry::default();
         assert_eq!(reg.resolve("decision").unwrap().role, "guidance");
         assert_eq!(reg.resolve("fact").unwrap().role, "assertion");
+        assert_eq!(reg.role_of("preference"), Some("guidance"));
+        assert_eq!(reg.role_of("text/markdown"), None);
         assert_eq!(
             reg.resolve("nope").unwrap_err().code,
             ErrorCode::UnknownMemoryType
+        );
+    }
+
+    #[test]
+    fn owner_overrides_a_builtin_role_but_not_a_domain_type() {
+        let mut reg = TypeRegistry::default();
+        reg.add_schema("coding.json", CODING).unwrap();
+        let mut roles = BTreeMap::new();
+        roles.insert("decision".to_string(), "constraint".to_string());
+        reg.override_roles(&roles).unwrap();
+        assert_eq!(reg.role_of("decision"), Some("constraint"));
+        roles.insert("coding.project_rule".into(), "guidance".into());
+        assert_eq!(
+            reg.override_roles(&roles).unwrap_err().code,
+            ErrorCode::ConfigInvalid
+        );
+        let law: BTreeMap<String, String> = [("fact".to_string(), "law".to_string())].into();
+        assert!(
+            reg.override_roles(&law)
+                .unwrap_err()
+                .message
+                .contains("unknown role")
         );
     }
 

@@ -7,8 +7,11 @@
 //!
 //! Settings: `on_missing_evidence` and `on_contradiction` (`review` or
 //! `deny`); `exempt_kinds` (comma separated memory kinds that need no
-//! supporting evidence, e.g. `preference`); `require_scope` (default true).
-//! Reads are not judged (the trait's default allows them).
+//! supporting evidence, e.g. `preference`); `require_scope` (default true);
+//! `routes` (comma separated write paths it judges: `propose`, `remember`,
+//! `batch`, `import`; default `propose`, so direct writes stay direct until
+//! the owner asks for more). Reads are not judged (the trait's default
+//! allows them).
 
 use mem_plugin_sdk::types::*;
 use mem_plugin_sdk::{Policy, config};
@@ -21,6 +24,8 @@ pub struct Settings {
     pub on_contradiction: Decision,
     pub exempt_kinds: Vec<String>,
     pub require_scope: bool,
+    /// Write paths judged; a write on another path is allowed.
+    pub routes: Vec<String>,
 }
 
 impl Default for Settings {
@@ -30,8 +35,34 @@ impl Default for Settings {
             on_contradiction: Decision::Review,
             exempt_kinds: Vec::new(),
             require_scope: true,
+            routes: vec!["propose".into()],
         }
     }
+}
+
+/// Write paths the host names.
+pub const ROUTES: &[&str] = &["propose", "remember", "batch", "import"];
+
+fn list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn parse_routes(value: Option<String>, default: Vec<String>) -> Result<Vec<String>, PluginError> {
+    let Some(value) = value.filter(|v| !v.trim().is_empty()) else {
+        return Ok(default);
+    };
+    let routes = list(&value);
+    if let Some(bad) = routes.iter().find(|r| !ROUTES.contains(&r.as_str())) {
+        return Err(PluginError::new(
+            "invalid_config",
+            format!("routes: '{bad}' is not one of {}", ROUTES.join(", ")),
+        ));
+    }
+    Ok(routes)
 }
 
 fn parse_decision(
@@ -64,12 +95,9 @@ impl Settings {
                 config::get("on_contradiction").ok().flatten(),
                 d.on_contradiction,
             )?,
-            exempt_kinds: config::get_or("exempt_kinds", String::new())
-                .split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect(),
+            exempt_kinds: list(&config::get_or("exempt_kinds", String::new())),
             require_scope: config::get_or("require_scope", true),
+            routes: parse_routes(config::get("routes").ok().flatten(), d.routes)?,
         })
     }
 }
@@ -88,6 +116,9 @@ fn blank(s: &Option<String>) -> bool {
 
 /// The verdict on one proposal.
 pub fn judge(p: &Proposal, s: &Settings) -> Verdict {
+    if !s.routes.contains(&p.route) {
+        return Verdict::allow();
+    }
     let mut findings: Vec<(Decision, Reason)> = Vec::new();
     if blank(&p.source) {
         findings.push((
@@ -178,7 +209,27 @@ mod tests {
                 stance: Stance::Supports,
             }],
             attributes: vec![],
+            route: "propose".into(),
         }
+    }
+
+    #[test]
+    fn only_the_configured_routes_are_judged() {
+        let mut p = proposal();
+        p.source = None;
+        p.route = "remember".into();
+        assert_eq!(judge(&p, &Settings::default()).decision, Decision::Allow);
+        let s = Settings {
+            routes: parse_routes(Some("propose, remember".into()), vec![]).unwrap(),
+            ..Settings::default()
+        };
+        assert_eq!(judge(&p, &s).decision, Decision::Deny);
+        p.route = "batch".into();
+        assert_eq!(judge(&p, &s).decision, Decision::Allow);
+        assert_eq!(
+            parse_routes(Some("mail".into()), vec![]).unwrap_err().code,
+            "invalid_config"
+        );
     }
 
     fn codes(v: &Verdict) -> Vec<&str> {

@@ -115,6 +115,10 @@ pub struct Governance {
     pub proposal_id: Option<String>,
     pub proposed_by: String,
     pub approved_by: String,
+    /// Approved without supporting evidence (Mnemosyne's tentative
+    /// promote): served as provisional until feedback raises it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tentative: bool,
 }
 
 /// What remains of a forgotten memory.

@@ -124,6 +124,8 @@ pub struct ProposalInput {
     pub confidence: f64,
     pub evidence: Vec<EvidenceRef>,
     pub attributes: BTreeMap<String, String>,
+    /// The write path: `propose`, `remember`, `batch` or `import`.
+    pub route: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -150,6 +152,8 @@ pub struct Verdict {
 pub struct ReadItem {
     pub id: String,
     pub kind: String,
+    /// Runtime role of its kind or type (none for a file).
+    pub role: Option<String>,
     pub path: String,
     pub lifecycle: String,
     pub confidence: f64,
@@ -157,6 +161,9 @@ pub struct ReadItem {
     pub event_at_ms: Option<i64>,
     pub tags: Vec<String>,
     pub source: Option<String>,
+    /// The memory's attributes (typed fields such as `risk`).
+    pub attributes: Vec<(String, String)>,
+    pub pinned: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -104,6 +104,10 @@ pub enum ReviewCommand {
         id: String,
         #[arg(long)]
         note: Option<String>,
+        /// A new memory with a source but no supporting evidence: write it
+        /// at confidence 0.3, served as provisional until feedback raises it.
+        #[arg(long)]
+        tentative: bool,
     },
     /// Refuse a queued proposal.
     Reject {
@@ -391,11 +395,16 @@ pub fn review(c: &Client, out: &Out, cmd: ReviewCommand) -> MemResult<()> {
                 lines.join("\n")
             })
         }
-        ReviewCommand::Approve { id, note } => {
+        ReviewCommand::Approve {
+            id,
+            note,
+            tentative,
+        } => {
             let p = c
                 .run(ReviewApprove {
                     id,
                     note,
+                    tentative,
                     idempotency_key: None,
                 })?
                 .value;

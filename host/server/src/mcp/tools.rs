@@ -80,10 +80,12 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             "mem_context",
             entry::<rc::ContextRequest>(),
             "Get a context pack for a question or task: the evidence to answer from, selected, \
-             gated and packed under a character budget (`max_chars`), in lanes: `must` (binding: \
-             constraints, pinned), `should` (guidance), `context`, `provisional` (low confidence), \
-             `conflict` (contradicting items). Every item has a `citation` to quote. `missing` \
-             lists query terms nothing covered and `trace` explains selection: when the pack is \
+             gated and packed under a character budget (`max_chars`), in lanes by role: `must` \
+             (binding constraints), `should` (guidance), `context` (facts, files, symbols the \
+             query names), `provisional` (not active, or tentative: verify before relying on \
+             it), `conflict` (contradicting items). Every item has a `citation` to quote. \
+             `missing` lists open questions and query terms nothing covered; `trace` explains \
+             selection and what the read gate rejected: when the pack is \
              empty or thin, rephrase or widen (drop `kinds`/`scope`) and call again. Call this \
              first, before answering from memory.",
         )

@@ -132,6 +132,7 @@ impl Service {
                 proposal_id: Some(p.id.clone()),
                 proposed_by: p.proposer.label(),
                 approved_by: decided_by.to_string(),
+                tentative: p.tentative,
             });
             usage.add(&m, 1);
             self.stage_new_memory(batch, &m)?;
@@ -157,6 +158,26 @@ impl Service {
 
     /// Verdicts of the workspace's write-policy plugins. A plugin that
     /// fails sends the proposal to review: a broken policy never approves.
+    /// Whether a write policy plugin does not simply allow a direct write
+    /// arriving by `route` (a failing policy objects: fail closed). The
+    /// caller then sends it through the gate, which records the verdict.
+    pub(crate) fn policies_object(
+        &self,
+        req: &super::ProposalRequest,
+        memory: &Memory,
+        actor: &Actor,
+        route: super::WriteRoute,
+    ) -> MemResult<bool> {
+        let agent = memory
+            .provenance
+            .agent_id
+            .as_deref()
+            .or(actor.agent_id.as_deref());
+        let findings =
+            self.plugin_findings("direct-write", req, Some(memory), &[], agent, route)?;
+        Ok(findings.iter().any(|f| f.effect != "note"))
+    }
+
     pub(super) fn plugin_findings(
         &self,
         proposal_id: &str,
@@ -164,6 +185,7 @@ impl Service {
         memory: Option<&Memory>,
         targets: &[Memory],
         agent: Option<&str>,
+        route: super::WriteRoute,
     ) -> MemResult<Vec<Finding>> {
         let Some(host) = self.plugins() else {
             return Ok(Vec::new());
@@ -227,6 +249,7 @@ impl Service {
                 })
                 .collect(),
             attributes: memory.map(|m| m.attributes.clone()).unwrap_or_default(),
+            route: route.as_str().to_string(),
         };
         let mut out = Vec::new();
         for name in policies {

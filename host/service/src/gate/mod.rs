@@ -103,7 +103,41 @@ pub struct Proposal {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_versions: Vec<u64>,
     pub request_sha256: String,
+    /// Approved as tentative: no supporting evidence, so the memory was
+    /// written at [`TENTATIVE_CONFIDENCE`] and serves as provisional.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tentative: bool,
 }
+
+/// The write path a memory arrives by. Write policy plugins see it, so
+/// what a policy demands on each path is that policy's configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WriteRoute {
+    /// `propose` (and `remember` routed through the gate).
+    #[default]
+    Propose,
+    /// `remember` (CLI, REST, MCP).
+    Remember,
+    /// `remember --jsonl` and the REST batch.
+    Batch,
+    /// An adapter import (`import AGENTS.md`).
+    Import,
+}
+
+impl WriteRoute {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Propose => "propose",
+            Self::Remember => "remember",
+            Self::Batch => "batch",
+            Self::Import => "import",
+        }
+    }
+}
+
+/// Confidence of a memory approved as tentative (Mnemosyne's tentative
+/// promote); feedback raises it out of the provisional lane.
+pub const TENTATIVE_CONFIDENCE: f64 = 0.3;
 
 /// What `propose` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -142,7 +176,18 @@ impl Service {
         req: &ProposalRequest,
         actor: &Actor,
     ) -> MemResult<ProposalOutcome> {
-        let result = self.propose_inner(req, actor);
+        self.propose_via(req, actor, WriteRoute::Propose)
+    }
+
+    /// [`Self::propose`] for a write that arrived by `route` (the write
+    /// policies see it).
+    pub(crate) fn propose_via(
+        &self,
+        req: &ProposalRequest,
+        actor: &Actor,
+        route: WriteRoute,
+    ) -> MemResult<ProposalOutcome> {
+        let result = self.propose_inner(req, actor, route);
         if let Err(e) = &result
             && e.code != ErrorCode::WriteRejected
         {
@@ -161,7 +206,12 @@ impl Service {
         result
     }
 
-    fn propose_inner(&self, req: &ProposalRequest, actor: &Actor) -> MemResult<ProposalOutcome> {
+    fn propose_inner(
+        &self,
+        req: &ProposalRequest,
+        actor: &Actor,
+        route: WriteRoute,
+    ) -> MemResult<ProposalOutcome> {
         let key = req.idempotency_key.trim();
         if key.is_empty() || key.chars().count() > 256 {
             return Err(
@@ -186,7 +236,7 @@ impl Service {
                 proposal: self.proposal(&rec.value.proposal_id)?,
             });
         }
-        let mut proposal = self.evaluate(req, actor, request_sha)?;
+        let mut proposal = self.evaluate(req, actor, request_sha, route)?;
         let status = proposal.status;
         let outcome = transact(self.store(), Durability::Immediate, || {
             let mut batch = Batch::new();
@@ -273,6 +323,7 @@ impl Service {
         req: &ProposalRequest,
         actor: &Actor,
         request_sha: String,
+        route: WriteRoute,
     ) -> MemResult<Proposal> {
         let (targets, target_versions) = self.check_targets(req)?;
         let memory = match (&req.memory, req.op) {
@@ -359,7 +410,7 @@ impl Service {
             crate::config::WriteMode::Auto => {}
         }
         let id = new_id(PROPOSAL_PREFIX);
-        findings.extend(self.plugin_findings(&id, req, memory.as_ref(), &targets, agent)?);
+        findings.extend(self.plugin_findings(&id, req, memory.as_ref(), &targets, agent, route)?);
         if let Some(m) = &memory {
             findings.extend(self.conflict_findings(m, &targets)?);
         }
@@ -388,6 +439,7 @@ impl Service {
             result_ids: Vec::new(),
             target_versions,
             request_sha256: request_sha,
+            tentative: false,
         })
     }
 

@@ -128,12 +128,15 @@ impl Service {
     }
 
     /// Applies a queued proposal. Refused when it is not queued any more or
-    /// a target changed since it was proposed.
+    /// a target changed since it was proposed. `tentative` approves a new
+    /// memory that has a source and a scope but no supporting evidence, at
+    /// low confidence (see [`super::TENTATIVE_CONFIDENCE`]).
     pub(crate) fn review_approve(
         &self,
         id: &str,
         approver: &Actor,
         note: Option<&str>,
+        tentative: bool,
     ) -> MemResult<Proposal> {
         let source = approver.label();
         let p = transact(self.store(), Durability::Immediate, || {
@@ -141,6 +144,9 @@ impl Service {
                 .ok_or_else(|| MemError::not_found("proposal", id))?;
             let mut p = stored.value.clone();
             require_queued(&p)?;
+            if tentative {
+                make_tentative(&mut p)?;
+            }
             let mut batch = Batch::new();
             let applied = self.stage_apply(&mut batch, &p, approver, &source)?;
             p.status = ProposalStatus::Approved;
@@ -192,6 +198,36 @@ impl Service {
             Ok((batch, p))
         })
     }
+}
+
+/// A tentative approval: only a new memory with a source and no
+/// supporting evidence (with evidence, approve it normally).
+fn make_tentative(p: &mut Proposal) -> MemResult<()> {
+    let refuse = |why: &str| {
+        Err(MemError::bad_request(format!(
+            "proposal {} cannot be approved as tentative: {why}",
+            p.id
+        ))
+        .with_hint("approve it without --tentative, or reject it")
+        .with_details(json!({ "id": p.id, "field": "tentative" })))
+    };
+    let supported = p
+        .evidence
+        .iter()
+        .any(|e| e.stance == super::EvidenceStance::Supports);
+    let Some(m) = p.memory.as_mut() else {
+        return refuse("it writes no new memory");
+    };
+    let pv = &m.provenance;
+    if pv.source_type.is_none() && pv.source_ref.is_none() && pv.source_file_id.is_none() {
+        return refuse("it does not say where the claim comes from (source)");
+    }
+    if supported {
+        return refuse("it has supporting evidence");
+    }
+    m.confidence = super::TENTATIVE_CONFIDENCE;
+    p.tentative = true;
+    Ok(())
 }
 
 fn require_queued(p: &Proposal) -> MemResult<()> {

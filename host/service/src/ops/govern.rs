@@ -118,6 +118,11 @@ pub struct ReviewApprove {
     /// A note kept with the decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Approve a new memory that has a source but no supporting evidence
+    /// as tentative: confidence 0.3, served as provisional until feedback
+    /// raises it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tentative: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "fields::opt_key")]
     pub idempotency_key: Option<String>,
@@ -135,7 +140,12 @@ impl Operation for ReviewApprove {
 
     fn run(self, c: &Caller<'_>) -> MemResult<Proposal> {
         let svc = c.admin()?;
-        svc.review_approve(&self.id, &c.actor(None, None), self.note.as_deref())
+        svc.review_approve(
+            &self.id,
+            &c.actor(None, None),
+            self.note.as_deref(),
+            self.tentative,
+        )
     }
 }
 

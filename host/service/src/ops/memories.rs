@@ -111,7 +111,10 @@ impl Operation for RememberBatch {
                 Err(e) => results.push(Some(Err(e))),
             }
         }
-        let mut written = c.svc.remember_many(&allowed).into_iter();
+        let mut written = c
+            .svc
+            .remember_many(&allowed, crate::gate::WriteRoute::Batch)
+            .into_iter();
         Ok(results
             .into_iter()
             .map(|r| {

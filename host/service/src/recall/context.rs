@@ -2,12 +2,18 @@
 //! lanes → a hard character budget, with a trace that explains the result.
 //!
 //! Nothing is cut mid-item: an item that does not fit the budget is listed
-//! in `omitted` with its size. An item is placed in exactly one lane:
-//! `must` (decisions and pinned memories: binding), `should` (preferences),
-//! `conflict` (items that contradict another item of the pack),
-//! `provisional` (low confidence), `context` (the rest); `missing` names
-//! query terms no packed item covers.
+//! in `omitted` with its size. The lane is a function of the item's role
+//! (the workspace's one role table, [`crate::types::TypeRegistry::role_of`])
+//! and its lifecycle only: `conflict` (a declared conflict with another
+//! item of the pack), `provisional` (not active, or tentative), then by
+//! role: `constraint` → `must`, `guidance` → `should`, `assertion` (and
+//! files) → `context`, `question` → `missing` (a known gap, not a fact).
+//! `symbol` items define subjects: packed (in `context`) only when the
+//! query names them. A pin is the owner's emphasis, not a rule: a pinned
+//! item leads its lane (and the role stage keeps it first), but keeps its
+//! role's lane. `missing` also names query terms nothing packed answers.
 
+use super::read_gate::Facts;
 use super::{SearchHit, SearchQuery, filters_of};
 use crate::Service;
 use crate::records::load;
@@ -25,10 +31,9 @@ pub const DEFAULT_MAX_CHARS: usize = 8000;
 pub const DEFAULT_CONTEXT_LIMIT: usize = 20;
 /// Memories below this confidence are not served (read gate).
 pub const DEFAULT_MIN_CONFIDENCE: f64 = 0.2;
-/// Below this confidence a served memory is `provisional`.
-const PROVISIONAL_BELOW: f64 = 0.5;
-/// A `task_state` older than this is stale (read gate).
-const TASK_STATE_STALE_DAYS: i64 = 30;
+/// A tentative memory serves as `provisional` until feedback lifts its
+/// confidence to this.
+pub const TENTATIVE_UNTIL: f64 = 0.5;
 /// Candidates recalled per requested item (room for the chain and gate).
 const POOL_FACTOR: usize = 3;
 
@@ -121,8 +126,12 @@ pub struct OmittedItem {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MissingItem {
+    /// A query term nothing packed answers, or an open question's text.
     pub term: String,
     pub reason: String,
+    /// The question-role memory that records this gap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub citation: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -137,8 +146,14 @@ pub struct Hidden {
 pub struct Rejected {
     pub id: String,
     pub citation: String,
-    /// The read-gate rule (`confidence`, `stale`).
+    /// The read-gate rule: `low_confidence`, `stale`, `status_blocked`,
+    /// `risk_blocked`, `scope_mismatch`, `no_task_match`, or
+    /// `policy_failed` (the read policy trapped or timed out: an
+    /// incomplete check never admits).
     pub rule: String,
+    /// The read policy plugin that rejected it; none for the host's rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
     pub detail: String,
 }
 
@@ -211,7 +226,7 @@ pub struct ContextPack {
 }
 
 /// Query words worth checking coverage of (lower case, no function words).
-fn content_terms(q: &str) -> Vec<String> {
+pub(super) fn content_terms(q: &str) -> Vec<String> {
     const STOP: &[&str] = &[
         "a", "an", "the", "of", "to", "in", "on", "at", "for", "and", "or", "is", "are", "was",
         "were", "be", "it", "this", "that", "with", "as", "by", "from", "what", "when", "where",
@@ -230,7 +245,7 @@ fn content_terms(q: &str) -> Vec<String> {
     out
 }
 
-fn covers(text_lower: &str, term: &str) -> bool {
+pub(super) fn covers(text_lower: &str, term: &str) -> bool {
     // A prefix match tolerates inflections (deploy → deployed, deploys).
     let n = term.chars().count();
     let stem: String = term
@@ -242,36 +257,45 @@ fn covers(text_lower: &str, term: &str) -> bool {
         .any(|w| w.starts_with(&stem) || w == term)
 }
 
-fn lane_of(h: &SearchHit, conflicting: &BTreeSet<String>) -> (PackLane, String) {
+/// The lane of an admitted hit, or `None` for a question (a known gap).
+fn lane_of(h: &SearchHit, f: &Facts, conflicting: &BTreeSet<String>) -> Option<(PackLane, String)> {
+    let pin = if h.pinned {
+        "; pinned by the workspace owner"
+    } else {
+        ""
+    };
     if conflicting.contains(&h.id) {
-        return (
+        return Some((
             PackLane::Conflict,
             "contradicts another item of this pack".into(),
-        );
+        ));
     }
-    if h.source == SourceKind::Memory && h.confidence < PROVISIONAL_BELOW {
-        return (
+    if h.lifecycle != "active" {
+        return Some((
+            PackLane::Provisional,
+            format!("its lifecycle is {}{pin}", h.lifecycle),
+        ));
+    }
+    if f.tentative && h.confidence < TENTATIVE_UNTIL {
+        return Some((
             PackLane::Provisional,
             format!(
-                "confidence {:.2} is below {PROVISIONAL_BELOW}",
+                "tentative (confidence {:.2}) until feedback raises it to {TENTATIVE_UNTIL}{pin}",
                 h.confidence
             ),
-        );
+        ));
     }
-    if h.pinned {
-        return (PackLane::Must, "pinned by the workspace owner".into());
-    }
-    match (h.source, h.kind.as_str()) {
-        (SourceKind::Memory, "decision") => (
-            PackLane::Must,
-            "a recorded decision binds later work".into(),
+    let (lane, why) = match f.role.as_deref() {
+        Some("constraint") => (PackLane::Must, "role constraint: it binds the work"),
+        Some("guidance") => (PackLane::Should, "role guidance: it guides the work"),
+        Some("question") => return None,
+        Some("symbol") => (
+            PackLane::Context,
+            "role symbol: defines a subject the query names",
         ),
-        (SourceKind::Memory, "preference") => (
-            PackLane::Should,
-            "a stated preference guides the work".into(),
-        ),
-        _ => (PackLane::Context, "relevant background".into()),
-    }
+        _ => (PackLane::Context, "relevant background"),
+    };
+    Some((lane, format!("{why}{pin}")))
 }
 
 fn recall_reason(h: &SearchHit) -> String {
@@ -321,28 +345,6 @@ impl Service {
         } else {
             None
         })
-    }
-
-    /// Read gate: the rule that keeps `h` out of the pack, if any.
-    fn read_gate(&self, h: &SearchHit, min_confidence: f64) -> Option<(String, String)> {
-        if h.source == SourceKind::Memory && h.confidence < min_confidence {
-            return Some((
-                "confidence".into(),
-                format!("confidence {:.2} is below {min_confidence}", h.confidence),
-            ));
-        }
-        if h.kind == "task_state" {
-            let age = now()
-                .signed_duration_since(h.event_at.unwrap_or(h.created_at))
-                .num_days();
-            if age > TASK_STATE_STALE_DAYS {
-                return Some((
-                    "stale".into(),
-                    format!("task state is {age} days old (limit {TASK_STATE_STALE_DAYS})"),
-                ));
-            }
-        }
-        None
     }
 
     /// Memory ids among `hits` that a `conflicts_with`/`contradicts`
@@ -423,6 +425,7 @@ impl Service {
         let mut warnings = found.warnings.clone();
         let mut partial = found.partial;
 
+        let facts = self.facts_of(&found.hits)?;
         // Selection chain (the workspace's `selector` plugins).
         let selection_input = found.hits.len();
         let (selected, selection): (Vec<&SearchHit>, SelectionTrace) = match self.plugins() {
@@ -433,7 +436,7 @@ impl Service {
                     .map(|h| SelectCandidate {
                         id: h.citation.clone(),
                         kind: h.kind.clone(),
-                        role: None,
+                        role: facts.get(&h.id).and_then(|f| f.role.clone()),
                         text: h.text.clone(),
                         path: h.path.clone(),
                         score: h.score,
@@ -484,31 +487,26 @@ impl Service {
             ),
         };
 
-        // Read gate.
-        let mut rejected = Vec::new();
-        let mut admitted: Vec<&SearchHit> = Vec::new();
-        for h in selected {
-            match self.read_gate(h, min_confidence) {
-                Some((rule, detail)) => rejected.push(Rejected {
-                    id: h.id.clone(),
-                    citation: h.citation.clone(),
-                    rule,
-                    detail,
-                }),
-                None => admitted.push(h),
-            }
+        let gate = self.read_gate(selected, &facts, req, min_confidence);
+        if gate.partial {
+            partial = true;
         }
+        warnings.extend(gate.warnings);
+        let rejected = gate.rejected;
+        let mut admitted = gate.admitted;
         admitted.truncate(limit);
 
-        // Lanes and the budget, binding lanes first.
+        // Lanes and the budget, binding lanes first; questions are gaps.
         let conflicting = self.conflicts(&admitted)?;
-        let mut placed: Vec<(PackLane, &SearchHit, String)> = admitted
-            .iter()
-            .map(|h| {
-                let (lane, why) = lane_of(h, &conflicting);
-                (lane, *h, why)
-            })
-            .collect();
+        let none = Facts::default();
+        let mut questions: Vec<&SearchHit> = Vec::new();
+        let mut placed: Vec<(PackLane, &SearchHit, String)> = Vec::new();
+        for h in &admitted {
+            match lane_of(h, facts.get(&h.id).unwrap_or(&none), &conflicting) {
+                Some((lane, why)) => placed.push((lane, *h, why)),
+                None => questions.push(h),
+            }
+        }
         let priority = |l: PackLane| match l {
             PackLane::Must => 0,
             PackLane::Should => 1,
@@ -516,7 +514,8 @@ impl Service {
             PackLane::Context => 3,
             PackLane::Provisional => 4,
         };
-        placed.sort_by_key(|(l, _, _)| priority(*l));
+        // Stable: within a lane, pinned items first, then selection order.
+        placed.sort_by_key(|(l, h, _)| (priority(*l), !h.pinned));
         let mut pack = ContextPack {
             query: req.query.clone(),
             max_chars,
@@ -614,13 +613,34 @@ impl Service {
                 .with_details(json!({ "lanes": found.lanes, "warnings": found.warnings })));
             }
         }
+        for q in &questions {
+            pack.missing.push(MissingItem {
+                term: q.text.clone(),
+                reason: "an open question recorded in the workspace: a known gap, not an answer"
+                    .into(),
+                citation: Some(q.citation.clone()),
+            });
+        }
+        // A term is answered when a packed item mentions it, or when it
+        // names the kind, type or role of a packed item ("storage decision").
         let texts: Vec<String> = packed.iter().map(|i| i.text.to_lowercase()).collect();
+        let labels: Vec<String> = packed
+            .iter()
+            .map(|i| {
+                let role = facts
+                    .get(&i.id)
+                    .and_then(|f| f.role.as_deref())
+                    .unwrap_or_default();
+                format!("{} {role}", i.kind).to_lowercase()
+            })
+            .collect();
         for term in &pack.trace.query.terms {
-            if !texts.iter().any(|t| covers(t, term)) {
+            if !texts.iter().chain(&labels).any(|t| covers(t, term)) {
                 pack.missing.push(MissingItem {
                     term: term.clone(),
                     reason: "no packed item mentions it; the workspace may not know this yet"
                         .into(),
+                    citation: None,
                 });
             }
         }

@@ -8,6 +8,7 @@
 
 pub mod context;
 mod period;
+mod read_gate;
 mod selection;
 mod sync;
 
@@ -499,5 +500,7 @@ impl Service {
     }
 }
 
+#[cfg(test)]
+mod lanes_tests;
 #[cfg(test)]
 mod tests;
