@@ -8,6 +8,7 @@
 //! `provisional` (low confidence), `context` (the rest); `missing` names
 //! query terms no packed item covers.
 
+use super::conflict::{PackConflict, conflict_reason, pack_conflicts};
 use super::{SearchHit, SearchQuery, filters_of};
 use crate::Service;
 use crate::records::load;
@@ -108,6 +109,9 @@ pub struct ContextItem {
     /// Why it was selected and placed in its lane.
     pub reason: String,
     pub provenance: Provenance,
+    /// In the CONFLICT lane: the items of this pack it contradicts, and in what.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<PackConflict>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -345,26 +349,6 @@ impl Service {
         None
     }
 
-    /// Memory ids among `hits` that a `conflicts_with`/`contradicts`
-    /// relation links to another of `hits`.
-    fn conflicts(&self, hits: &[&SearchHit]) -> MemResult<BTreeSet<String>> {
-        let ids: BTreeSet<&str> = hits.iter().map(|h| h.id.as_str()).collect();
-        let mut out = BTreeSet::new();
-        for h in hits.iter().filter(|h| h.source == SourceKind::Memory) {
-            if let Some(m) = load::<Memory>(self.store(), Table::Memories, &h.id)? {
-                for r in &m.value.relations {
-                    if matches!(r.kind.as_str(), "conflicts_with" | "contradicts")
-                        && ids.contains(r.target.as_str())
-                    {
-                        out.insert(h.id.clone());
-                        out.insert(r.target.clone());
-                    }
-                }
-            }
-        }
-        Ok(out)
-    }
-
     /// Builds a cited, budgeted context pack.
     pub(crate) fn context(&self, req: &ContextRequest) -> MemResult<ContextPack> {
         let max_chars = req.max_chars.unwrap_or(DEFAULT_MAX_CHARS);
@@ -501,7 +485,8 @@ impl Service {
         admitted.truncate(limit);
 
         // Lanes and the budget, binding lanes first.
-        let conflicting = self.conflicts(&admitted)?;
+        let conflicts = pack_conflicts(self, &admitted)?;
+        let conflicting: BTreeSet<String> = conflicts.keys().cloned().collect();
         let mut placed: Vec<(PackLane, &SearchHit, String)> = admitted
             .iter()
             .map(|h| {
@@ -567,6 +552,15 @@ impl Service {
                 continue;
             }
             pack.used_chars += chars;
+            let item_conflicts = match lane {
+                PackLane::Conflict => conflicts.get(&h.id).cloned().unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            let why = if item_conflicts.is_empty() {
+                why
+            } else {
+                conflict_reason(&item_conflicts)
+            };
             let item = ContextItem {
                 citation: h.citation.clone(),
                 source: h.source,
@@ -579,6 +573,7 @@ impl Service {
                 score: h.score,
                 reason: format!("{}; {why}", recall_reason(h)),
                 provenance: self.provenance_of(h)?,
+                conflicts: item_conflicts,
             };
             match lane {
                 PackLane::Must => pack.must.push(item),
