@@ -104,7 +104,11 @@ impl Relation {
 
     /// With the part the two claims differ in (what the subject says,
     /// what the target says).
-    pub fn with_difference(mut self, subject: impl Into<String>, target: impl Into<String>) -> Self {
+    pub fn with_difference(
+        mut self,
+        subject: impl Into<String>,
+        target: impl Into<String>,
+    ) -> Self {
         self.difference = Some(Difference {
             subject: subject.into(),
             target: target.into(),

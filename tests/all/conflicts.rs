@@ -56,7 +56,10 @@ fn two_facts_that_disagree_conflict_with_their_difference_in_the_pack() {
         (&seventeen, &sixteen, "17", "16"),
         (&sixteen, &seventeen, "16", "17"),
     ] {
-        let item = conflict.iter().find(|i| i["id"] == id(me).as_str()).unwrap();
+        let item = conflict
+            .iter()
+            .find(|i| i["id"] == id(me).as_str())
+            .unwrap();
         assert_eq!(
             item["conflicts"],
             json!([{
@@ -90,8 +93,7 @@ fn two_facts_that_disagree_conflict_with_their_difference_in_the_pack() {
         )
         .unwrap();
     assert_eq!(resp.status().as_u16(), 200);
-    let rest: Value =
-        serde_json::from_str(&resp.into_body().read_to_string().unwrap()).unwrap();
+    let rest: Value = serde_json::from_str(&resp.into_body().read_to_string().unwrap()).unwrap();
     assert_eq!(rest["conflict"].as_array().unwrap().len(), 2, "{rest}");
     assert!(
         rest["conflict"][0]["conflicts"][0]["difference"].is_object(),
@@ -104,9 +106,27 @@ fn two_facts_that_disagree_conflict_with_their_difference_in_the_pack() {
 fn true_conflicts_through_the_binary() {
     let ws = Ws::new();
     for (i, (kind, a, b, this, other)) in [
-        ("fact", "The staging deploy works", "The staging deploy is broken", "broken", "works"),
-        ("preference", "Tom likes spicy food", "Tom dislikes spicy food", "dislikes", "likes"),
-        ("fact", "Ana can drive the van", "Ana cannot drive the van", "cannot", "can"),
+        (
+            "fact",
+            "The staging deploy works",
+            "The staging deploy is broken",
+            "broken",
+            "works",
+        ),
+        (
+            "preference",
+            "Tom likes spicy food",
+            "Tom dislikes spicy food",
+            "dislikes",
+            "likes",
+        ),
+        (
+            "fact",
+            "Ana can drive the van",
+            "Ana cannot drive the van",
+            "cannot",
+            "can",
+        ),
     ]
     .into_iter()
     .enumerate()
@@ -139,7 +159,11 @@ fn regression_separate_events_and_numbered_notes_are_not_conflicts() {
         let m = remember(&ws, kind, text, path, key);
         assert!(relations_of(&m, "conflicts_with").is_empty(), "{text}: {m}");
     }
-    for q in ["how far did I run", "garden note tomatoes", "meeting with Ana"] {
+    for q in [
+        "how far did I run",
+        "garden note tomatoes",
+        "meeting with Ana",
+    ] {
         let pack = ws.run(&["context", q]).ok().json();
         assert_eq!(pack["conflict"], json!([]), "{q}: {pack}");
     }
@@ -167,7 +191,10 @@ fn regression_a_closed_stdout_exits_quietly_and_keeps_the_write() {
     };
     let mut c = ws.cmd();
     c.args(["types"]);
-    assert!(!run_command(c, None).ok().stdout.is_empty(), "types prints a table");
+    assert!(
+        !run_command(c, None).ok().stdout.is_empty(),
+        "types prints a table"
+    );
     let mut c = ws.cmd();
     c.args(["types"]).stdout(closed());
     let (code, stderr) = run_with_stdout(c);
@@ -181,6 +208,8 @@ fn regression_a_closed_stdout_exits_quietly_and_keeps_the_write() {
         "Kept although nobody read the answer",
         "--kind",
         "fact",
+        "--path",
+        "/kept",
         "--idempotency-key",
         "closed-1",
     ])
@@ -189,7 +218,7 @@ fn regression_a_closed_stdout_exits_quietly_and_keeps_the_write() {
     assert_eq!((code, stderr.as_str()), (0, ""), "json output");
     let found = ws.run(&["search", "nobody read the answer"]).ok().json();
     assert_eq!(
-        found["hits"][0]["text"], "Kept although nobody read the answer",
+        found["hits"][0]["excerpt"], "Kept although nobody read the answer",
         "{found}"
     );
 }

@@ -859,9 +859,17 @@ fn the_detector_sees_each_memorys_role_from_the_role_table() {
     };
     let (_d, svc) = service_with(WorkspaceConfig::default());
     let svc = svc.with_plugins(Arc::new(host));
-    for (i, kind) in ["observation", "fact", "preference", "note"].iter().enumerate() {
-        svc.remember(&req("the staging deploy works", kind, "/ops", &i.to_string()))
-            .unwrap();
+    for (i, kind) in ["observation", "fact", "preference", "note"]
+        .iter()
+        .enumerate()
+    {
+        svc.remember(&req(
+            "the staging deploy works",
+            kind,
+            "/ops",
+            &i.to_string(),
+        ))
+        .unwrap();
     }
     let seen = seen.lock().unwrap();
     let role = |kind: &str| {

@@ -22,33 +22,183 @@ const O: &str = "occurrence";
 /// (role, subject text, role, candidate text, expectation).
 const FIXTURES: &[(&str, &str, &str, &str, Expect)] = &[
     // True conflicts.
-    (A, "Staging uses Postgres 17", A, "Staging uses Postgres 16", Conflict("17", "16")),
-    (A, "The staging deploy is broken", A, "The staging deploy works", Conflict("broken", "works")),
-    (G, "Tom dislikes spicy food", G, "Tom likes spicy food", Conflict("dislikes", "likes")),
-    (A, "Ana cannot drive the van", A, "Ana can drive the van", Conflict("cannot", "can")),
-    (A, "The API rate limit is 200 requests per minute", A, "The API rate limit is 100 requests per minute", Conflict("200", "100")),
-    (G, "Always disable telemetry in production builds", G, "Always enable telemetry in production builds", Conflict("disable", "enable")),
-    (A, "The nightly backup job does not run on weekends", A, "The nightly backup job runs on weekends", Conflict("not run", "runs")),
-    (A, "The cache is disabled in production", A, "The cache is enabled in production", Conflict("disabled", "enabled")),
-    (A, "The login page works in Safari", A, "The login page is broken in Safari", Conflict("works", "broken")),
-    (A, "Ana lives in Berlin", A, "Ana lives in Paris", Conflict("Berlin", "Paris")),
+    (
+        A,
+        "Staging uses Postgres 17",
+        A,
+        "Staging uses Postgres 16",
+        Conflict("17", "16"),
+    ),
+    (
+        A,
+        "The staging deploy is broken",
+        A,
+        "The staging deploy works",
+        Conflict("broken", "works"),
+    ),
+    (
+        G,
+        "Tom dislikes spicy food",
+        G,
+        "Tom likes spicy food",
+        Conflict("dislikes", "likes"),
+    ),
+    (
+        A,
+        "Ana cannot drive the van",
+        A,
+        "Ana can drive the van",
+        Conflict("cannot", "can"),
+    ),
+    (
+        A,
+        "The API rate limit is 200 requests per minute",
+        A,
+        "The API rate limit is 100 requests per minute",
+        Conflict("200", "100"),
+    ),
+    (
+        G,
+        "Always disable telemetry in production builds",
+        G,
+        "Always enable telemetry in production builds",
+        Conflict("disable", "enable"),
+    ),
+    (
+        A,
+        "The nightly backup job does not run on weekends",
+        A,
+        "The nightly backup job runs on weekends",
+        Conflict("not run", "runs"),
+    ),
+    (
+        A,
+        "The cache is disabled in production",
+        A,
+        "The cache is enabled in production",
+        Conflict("disabled", "enabled"),
+    ),
+    (
+        A,
+        "The login page works in Safari",
+        A,
+        "The login page is broken in Safari",
+        Conflict("works", "broken"),
+    ),
+    (
+        A,
+        "Ana lives in Berlin",
+        A,
+        "Ana lives in Paris",
+        Conflict("Berlin", "Paris"),
+    ),
     // Non-conflicts: separate occurrences, series, dated logs, counters.
-    (O, "I ran 8 km this morning", O, "I ran 5 km this morning", No(Some("same_topic"))),
-    (A, "I ran 8 km this morning", A, "I ran 5 km this morning", No(Some("same_topic"))),
-    (O, "garden note 2 about tomatoes", O, "garden note 1 about tomatoes", No(Some("same_topic"))),
-    (A, "garden note 3 about tomatoes", A, "garden note 1 about tomatoes", No(Some("same_topic"))),
-    (O, "Meeting with Ana at 15:00", O, "Meeting with Ana at 10:00", No(Some("same_topic"))),
-    (A, "Meeting with Ana at 15:00", A, "Meeting with Ana at 10:00", No(Some("same_topic"))),
-    (A, "Release 2026-03-02 shipped the new parser", A, "Release 2026-02-01 shipped the new parser", No(Some("same_topic"))),
-    (A, "I have visited Lisbon 4 times", A, "I have visited Lisbon 3 times", No(Some("same_topic"))),
-    (O, "The staging deploy is broken", O, "The staging deploy works", No(Some("same_topic"))),
+    (
+        O,
+        "I ran 8 km this morning",
+        O,
+        "I ran 5 km this morning",
+        No(Some("same_topic")),
+    ),
+    (
+        A,
+        "I ran 8 km this morning",
+        A,
+        "I ran 5 km this morning",
+        No(Some("same_topic")),
+    ),
+    (
+        O,
+        "garden note 2 about tomatoes",
+        O,
+        "garden note 1 about tomatoes",
+        No(Some("same_topic")),
+    ),
+    (
+        A,
+        "garden note 3 about tomatoes",
+        A,
+        "garden note 1 about tomatoes",
+        No(Some("same_topic")),
+    ),
+    (
+        O,
+        "Meeting with Ana at 15:00",
+        O,
+        "Meeting with Ana at 10:00",
+        No(Some("same_topic")),
+    ),
+    (
+        A,
+        "Meeting with Ana at 15:00",
+        A,
+        "Meeting with Ana at 10:00",
+        No(Some("same_topic")),
+    ),
+    (
+        A,
+        "Release 2026-03-02 shipped the new parser",
+        A,
+        "Release 2026-02-01 shipped the new parser",
+        No(Some("same_topic")),
+    ),
+    (
+        A,
+        "I have visited Lisbon 4 times",
+        A,
+        "I have visited Lisbon 3 times",
+        No(Some("same_topic")),
+    ),
+    (
+        O,
+        "The staging deploy is broken",
+        O,
+        "The staging deploy works",
+        No(Some("same_topic")),
+    ),
     // Non-conflicts: the same claim twice, or claims about other things.
-    (G, "I prefer tabs over spaces", G, "I prefer tabs over spaces", No(Some("duplicate_of"))),
-    (G, "Tom likes spicy food", G, "Tom likes spicy food", No(Some("duplicate_of"))),
-    (A, "Bob cannot drive the van", A, "Ana can drive the van", No(Some("same_topic"))),
-    (A, "Staging uses Postgres 16 and Redis 7", A, "Staging uses Postgres 16", No(Some("same_topic"))),
-    (A, "Production runs 3 web servers", A, "Staging runs 2 web servers", No(Some("same_topic"))),
-    (A, "Lunch is at noon", A, "Staging uses Postgres 16", No(None)),
+    (
+        G,
+        "I prefer tabs over spaces",
+        G,
+        "I prefer tabs over spaces",
+        No(Some("duplicate_of")),
+    ),
+    (
+        G,
+        "Tom likes spicy food",
+        G,
+        "Tom likes spicy food",
+        No(Some("duplicate_of")),
+    ),
+    (
+        A,
+        "Bob cannot drive the van",
+        A,
+        "Ana can drive the van",
+        No(Some("same_topic")),
+    ),
+    (
+        A,
+        "Staging uses Postgres 16 and Redis 7",
+        A,
+        "Staging uses Postgres 16",
+        No(Some("same_topic")),
+    ),
+    (
+        A,
+        "Production runs 3 web servers",
+        A,
+        "Staging runs 2 web servers",
+        No(Some("same_topic")),
+    ),
+    (
+        A,
+        "Lunch is at noon",
+        A,
+        "Staging uses Postgres 16",
+        No(None),
+    ),
 ];
 
 #[test]
@@ -63,15 +213,23 @@ fn fixture_precision_and_recall() {
         match (expect, conflict) {
             (Conflict(a, b), Some(r)) => {
                 tp += 1;
-                let d = r.difference.as_ref().map(|d| (d.subject.as_str(), d.target.as_str()));
+                let d = r
+                    .difference
+                    .as_ref()
+                    .map(|d| (d.subject.as_str(), d.target.as_str()));
                 if d != Some((a, b)) {
-                    wrong.push(format!("#{i} {st:?}: difference {d:?}, want ({a:?}, {b:?})"));
+                    wrong.push(format!(
+                        "#{i} {st:?}: difference {d:?}, want ({a:?}, {b:?})"
+                    ));
                 }
             }
             (Conflict(..), None) => fneg += 1,
             (No(_), Some(r)) => {
                 fp += 1;
-                wrong.push(format!("#{i} {st:?} vs {ct:?}: false conflict ({})", r.reason));
+                wrong.push(format!(
+                    "#{i} {st:?} vs {ct:?}: false conflict ({})",
+                    r.reason
+                ));
             }
             (No(want), None) => {
                 tn += 1;

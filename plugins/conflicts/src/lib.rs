@@ -19,9 +19,9 @@
 //! Settings: `duplicate_threshold` (0.85), `conflict_threshold` (0.45),
 //! `topic_threshold` (0.3).
 
-mod profile;
 #[cfg(test)]
 mod fixtures;
+mod profile;
 
 use mem_plugin_sdk::types::*;
 use mem_plugin_sdk::{RelationDetector, config};
@@ -35,9 +35,7 @@ pub struct Conflicts;
 pub const CLAIM_ROLES: &[&str] = &["assertion", "guidance", "constraint"];
 
 fn is_claim(i: &Item) -> bool {
-    i.role
-        .as_deref()
-        .is_some_and(|r| CLAIM_ROLES.contains(&r))
+    i.role.as_deref().is_some_and(|r| CLAIM_ROLES.contains(&r))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -183,7 +181,10 @@ mod tests {
     }
 
     fn difference(r: &Relation) -> (&str, &str) {
-        let d = r.difference.as_ref().expect("a conflict carries its difference");
+        let d = r
+            .difference
+            .as_ref()
+            .expect("a conflict carries its difference");
         (d.subject.as_str(), d.target.as_str())
     }
 
@@ -237,7 +238,11 @@ mod tests {
 
     #[test]
     fn opposite_words_conflict_with_their_difference() {
-        let s = item("s", "guidance", "Always enable telemetry in production builds");
+        let s = item(
+            "s",
+            "guidance",
+            "Always enable telemetry in production builds",
+        );
         let c = vec![item(
             "o",
             "guidance",
@@ -246,7 +251,11 @@ mod tests {
         let rels = relate(&s, &c, Thresholds::default());
         assert_eq!(kinds(&rels), vec![("conflicts_with", "o")]);
         assert_eq!(difference(&rels[0]), ("enable", "disable"));
-        assert!(rels[0].reason.contains("\"enable\" vs \"disable\""), "{}", rels[0].reason);
+        assert!(
+            rels[0].reason.contains("\"enable\" vs \"disable\""),
+            "{}",
+            rels[0].reason
+        );
     }
 
     #[test]
@@ -270,7 +279,10 @@ mod tests {
             ..item("o", "", "The staging deploy is broken")
         }];
         let rels = relate(&s, &c, Thresholds::default());
-        assert!(!kinds(&rels).iter().any(|(k, _)| *k == "conflicts_with"), "{rels:?}");
+        assert!(
+            !kinds(&rels).iter().any(|(k, _)| *k == "conflicts_with"),
+            "{rels:?}"
+        );
     }
 
     #[test]
@@ -281,7 +293,10 @@ mod tests {
             ..item("o", "", "The staging deploy is broken")
         }];
         let rels = relate(&s, &c, Thresholds::default());
-        assert!(!kinds(&rels).iter().any(|(k, _)| *k == "conflicts_with"), "{rels:?}");
+        assert!(
+            !kinds(&rels).iter().any(|(k, _)| *k == "conflicts_with"),
+            "{rels:?}"
+        );
     }
 
     #[test]
@@ -289,7 +304,10 @@ mod tests {
         let s = item("s", "assertion", "Ana can drive the van");
         let c = vec![item("o", "assertion", "Bob cannot drive the van")];
         let rels = relate(&s, &c, Thresholds::default());
-        assert!(!kinds(&rels).iter().any(|(k, _)| *k == "conflicts_with"), "{rels:?}");
+        assert!(
+            !kinds(&rels).iter().any(|(k, _)| *k == "conflicts_with"),
+            "{rels:?}"
+        );
     }
 
     #[test]

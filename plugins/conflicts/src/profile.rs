@@ -78,8 +78,8 @@ const FILLER: &[&str] = &[
 /// (`note 2`, `step 3`, `day 4`), not a quantity.
 const SERIES_LABELS: &[&str] = &[
     "note", "notes", "item", "step", "part", "chapter", "section", "page", "episode", "entry",
-    "day", "week", "session", "round", "lap", "attempt", "try", "visit", "issue", "ticket",
-    "task", "number", "no", "nr", "id",
+    "day", "week", "session", "round", "lap", "attempt", "try", "visit", "issue", "ticket", "task",
+    "number", "no", "nr", "id",
 ];
 
 /// A word right after a number that makes it a counter (`5 times`).
@@ -222,7 +222,11 @@ pub fn profile(text: &str) -> Profile {
             numbers.push(n);
         }
     }
-    let terms = tokens.iter().filter(|w| is_content(w)).map(|w| stem(w)).collect();
+    let terms = tokens
+        .iter()
+        .filter(|w| is_content(w))
+        .map(|w| stem(w))
+        .collect();
     let all = tokens.iter().cloned().collect();
     Profile {
         tokens,
@@ -358,7 +362,11 @@ impl Profile {
     /// Numbers only this text has, and only `other` has.
     pub fn number_difference(&self, other: &Profile) -> (String, String) {
         let only = |a: &Profile, b: &Profile| {
-            let v: Vec<&String> = a.numbers.iter().filter(|n| !b.numbers.contains(n)).collect();
+            let v: Vec<&String> = a
+                .numbers
+                .iter()
+                .filter(|n| !b.numbers.contains(n))
+                .collect();
             join(&v)
         };
         (only(self, other), only(other, self))

@@ -69,7 +69,11 @@ pub(super) fn pack_conflicts(
                 continue;
             }
             add(id, &r.target, r.difference.clone());
-            add(&r.target, id, r.difference.as_ref().map(Difference::swapped));
+            add(
+                &r.target,
+                id,
+                r.difference.as_ref().map(Difference::swapped),
+            );
         }
     }
     Ok(out)
