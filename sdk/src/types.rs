@@ -98,7 +98,22 @@ impl Relation {
             target: target.into(),
             score: score.clamp(0.0, 1.0),
             reason: reason.into(),
+            difference: None,
         }
+    }
+
+    /// With the part the two claims differ in (what the subject says,
+    /// what the target says).
+    pub fn with_difference(
+        mut self,
+        subject: impl Into<String>,
+        target: impl Into<String>,
+    ) -> Self {
+        self.difference = Some(Difference {
+            subject: subject.into(),
+            target: target.into(),
+        });
+        self
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod conflicts;
 mod contract;
 mod door;
 mod durability;

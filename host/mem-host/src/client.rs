@@ -136,7 +136,7 @@ impl Client {
 
 /// A closed stdout or file: the reader's choice or a full disk.
 pub fn write_error(e: &std::io::Error) -> MemError {
-    MemError::io("cannot write the output", e)
+    crate::cli::output::write_failed("cannot write the output", e)
 }
 
 type Body = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;

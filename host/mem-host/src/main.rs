@@ -60,6 +60,9 @@ fn main() -> ExitCode {
     let format = cli.format;
     match cli::run(cli) {
         Ok(()) => ExitCode::from(cli::output::exit_status()),
+        // The reader closed stdout: nothing to report, nobody to tell; the
+        // status is the command's own (a BLOCK verdict still says so).
+        Err(_) if cli::output::stdout_closed() => ExitCode::from(cli::output::exit_status()),
         Err(err) => {
             eprintln!("{}", render_error(format, &err));
             ExitCode::from(err.code.exit_code() as u8)

@@ -72,6 +72,7 @@ pub(crate) fn item_in(i: &core::DetectItem) -> wit::Item {
     wit::Item {
         id: i.id.clone(),
         kind: i.kind.clone(),
+        role: i.role.clone(),
         text: i.text.clone(),
         path: i.path.clone(),
         tags: i.tags.clone(),
@@ -84,6 +85,10 @@ pub(crate) fn relation_out(r: wit::Relation) -> core::DetectedRelation {
         target: r.target,
         score: r.score,
         reason: r.reason,
+        difference: r.difference.map(|d| mem_core::model::Difference {
+            this: d.subject,
+            other: d.target,
+        }),
     }
 }
 
@@ -290,7 +295,14 @@ impl OutputSize for wit::Processed {
 
 impl OutputSize for wit::Relation {
     fn output_size(&self) -> u64 {
-        self.kind.output_size() + self.target.output_size() + self.reason.output_size() + 4
+        self.kind.output_size()
+            + self.target.output_size()
+            + self.reason.output_size()
+            + self
+                .difference
+                .as_ref()
+                .map_or(0, |d| d.subject.output_size() + d.target.output_size())
+            + 4
     }
 }
 

@@ -643,6 +643,10 @@ pub(crate) fn validate_processed(p: &ProcessedFile) -> Result<(), String> {
 }
 
 /// Checks a detector's answer: targets are candidate ids, scores in [0, 1].
+/// Longest side of a relation's `difference`: it is stored on the memory
+/// and shown in every pack, so a detector cannot copy whole texts into it.
+const MAX_DIFFERENCE_CHARS: usize = 200;
+
 pub(crate) fn validate_relations(
     rels: &[DetectedRelation],
     candidates: &[DetectItem],
@@ -656,6 +660,14 @@ pub(crate) fn validate_relations(
         }
         if !(0.0..=1.0).contains(&r.score) {
             return Err(format!("relation score {} is outside [0, 1]", r.score));
+        }
+        if let Some(d) = &r.difference
+            && (d.this.chars().count() > MAX_DIFFERENCE_CHARS
+                || d.other.chars().count() > MAX_DIFFERENCE_CHARS)
+        {
+            return Err(format!(
+                "a relation difference is longer than {MAX_DIFFERENCE_CHARS} characters"
+            ));
         }
     }
     Ok(())

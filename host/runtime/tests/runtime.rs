@@ -509,6 +509,7 @@ fn selection_chain_policy_detector_and_adapter_run_as_components() {
     let item = |id: &str, text: &str| DetectItem {
         id: id.into(),
         kind: "fact".into(),
+        role: Some("assertion".into()),
         text: text.into(),
         path: "/".into(),
         tags: vec![],
@@ -524,6 +525,14 @@ fn selection_chain_policy_detector_and_adapter_run_as_components() {
     assert_eq!(
         (rels[0].kind.as_str(), rels[0].target.as_str()),
         ("conflicts_with", "o")
+    );
+    // The differing part crosses the WIT boundary.
+    assert_eq!(
+        rels[0].difference,
+        Some(mem_core::model::Difference {
+            this: "enable".into(),
+            other: "disable".into(),
+        })
     );
 
     let doc = b"# Rules\n\n- Never commit secrets.\n- Prefer small modules.\n";

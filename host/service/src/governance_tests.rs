@@ -420,17 +420,20 @@ fn lint_finds_dangling_relations_and_supersede_cycles() {
         kind: "supersedes".into(),
         target: b.id.clone(),
         score: None,
+        difference: None,
     });
     a2.relations.push(mem_core::model::Relation {
         kind: "related".into(),
         target: "mem_gone".into(),
         score: None,
+        difference: None,
     });
     let mut b2 = b.clone();
     b2.relations.push(mem_core::model::Relation {
         kind: "supersedes".into(),
         target: a.id.clone(),
         score: None,
+        difference: None,
     });
     batch.put(
         Table::Memories,
@@ -655,6 +658,7 @@ fn unresolved_supersedes_relations_hide_nothing_and_fail_nothing() {
             kind: "supersedes".into(),
             target: target.into(),
             score: None,
+            difference: None,
         });
     }
     let mut batch = Batch::new();
@@ -742,10 +746,16 @@ fn fake_detector() -> crate::fake_host::FakeHost {
             Ok(candidates
                 .iter()
                 .filter_map(|c| {
-                    let kind = if c.text == subject.text {
-                        "duplicate_of"
+                    let (kind, difference) = if c.text == subject.text {
+                        ("duplicate_of", None)
                     } else if c.text.contains("works") && subject.text.contains("broken") {
-                        "conflicts_with"
+                        (
+                            "conflicts_with",
+                            Some(mem_core::model::Difference {
+                                this: "broken".into(),
+                                other: "works".into(),
+                            }),
+                        )
                     } else {
                         return None;
                     };
@@ -753,6 +763,7 @@ fn fake_detector() -> crate::fake_host::FakeHost {
                         kind: kind.into(),
                         target: c.id.clone(),
                         score: 0.5,
+                        difference,
                         reason: "test".into(),
                     })
                 })
@@ -772,6 +783,8 @@ fn a_direct_remember_records_detected_relations_and_survives_a_failing_detector(
     assert_eq!(broken.relations.len(), 1, "{:?}", broken.relations);
     assert_eq!(broken.relations[0].kind, "conflicts_with");
     assert_eq!(broken.relations[0].target, works.id);
+    let d = broken.relations[0].difference.as_ref().unwrap();
+    assert_eq!((d.this.as_str(), d.other.as_str()), ("broken", "works"));
     // Stored, not just returned; nothing hidden.
     assert_eq!(svc.memory(&broken.id).unwrap().relations, broken.relations);
     assert_eq!(lifecycle(&svc, &works.id), Lifecycle::Active);
@@ -822,4 +835,50 @@ fn newest_audit_reasons(svc: &Service, id: &str) -> Vec<String> {
     .unwrap()
     .swap_remove(0)
     .reasons
+}
+
+/// The detector decides claim or occurrence by role, so the host must send
+/// each memory's role from the role table (issue 20).
+#[test]
+fn the_detector_sees_each_memorys_role_from_the_role_table() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let host = crate::fake_host::FakeHost {
+        config: mem_core::plugin::PluginsConfig {
+            detectors: vec!["conflicts".into()],
+            ..Default::default()
+        },
+        detect: Box::new(move |subject, candidates| {
+            let mut log = log.lock().unwrap();
+            for i in std::iter::once(subject).chain(candidates) {
+                log.push((i.kind.clone(), i.role.clone()));
+            }
+            Ok(Vec::new())
+        }),
+        ..Default::default()
+    };
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let svc = svc.with_plugins(Arc::new(host));
+    for (i, kind) in ["observation", "fact", "preference", "note"]
+        .iter()
+        .enumerate()
+    {
+        svc.remember(&req(
+            "the staging deploy works",
+            kind,
+            "/ops",
+            &i.to_string(),
+        ))
+        .unwrap();
+    }
+    let seen = seen.lock().unwrap();
+    let role = |kind: &str| {
+        seen.iter()
+            .find(|(k, _)| k == kind)
+            .and_then(|(_, r)| r.clone())
+    };
+    assert_eq!(role("observation").as_deref(), Some("occurrence"));
+    assert_eq!(role("note").as_deref(), Some("occurrence"));
+    assert_eq!(role("fact").as_deref(), Some("assertion"));
+    assert_eq!(role("preference").as_deref(), Some("guidance"));
 }

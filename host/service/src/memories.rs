@@ -503,6 +503,7 @@ impl Service {
                         kind: f.code.clone(),
                         target: target.clone(),
                         score: f.score.map(f64::from),
+                        difference: f.difference.clone(),
                     });
                 }
                 (_, "plugin_failed") => out

@@ -20,8 +20,18 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Runtime roles, in the order recall ranks their authority.
-pub const ROLES: &[&str] = &["constraint", "guidance", "assertion", "question", "symbol"];
+/// Runtime roles, in the order recall ranks their authority. `constraint`,
+/// `guidance` and `assertion` are claims about a state (two can
+/// contradict); an `occurrence` records one event (a run, a meeting, a
+/// note), so two never contradict however alike they read.
+pub const ROLES: &[&str] = &[
+    "constraint",
+    "guidance",
+    "assertion",
+    "occurrence",
+    "question",
+    "symbol",
+];
 
 /// Capabilities a type may declare.
 pub const CAPABILITIES: &[&str] = &[
@@ -116,6 +126,7 @@ impl Default for TypeRegistry {
 fn builtin_role(kind: &str) -> &'static str {
     match kind {
         "decision" | "preference" => "guidance",
+        "observation" | "note" => "occurrence",
         "task_state" | "artifact" => "symbol",
         _ => "assertion",
     }
@@ -360,6 +371,7 @@ mod tests {
         assert_eq!(reg.resolve("fact").unwrap().role, "assertion");
         assert_eq!(reg.role_of("preference"), Some("guidance"));
         assert_eq!(reg.role_of("text/markdown"), None);
+        assert_eq!(reg.resolve("observation").unwrap().role, "occurrence");
         assert_eq!(
             reg.resolve("nope").unwrap_err().code,
             ErrorCode::UnknownMemoryType

@@ -1,7 +1,7 @@
 //! `role`: the first selection stage. Binding rules come first, so no
 //! later stage can cut them: pinned items, then by runtime role
-//! (`constraint` > `guidance` > `assertion` > `question` > `symbol` >
-//! none), each group by retrieval score. Roles listed in the `drop_roles`
+//! (`constraint` > `guidance` > `assertion` > `occurrence` > `question` >
+//! `symbol` > none), each group by retrieval score. Roles listed in the `drop_roles`
 //! setting (comma separated) are removed.
 
 use mem_plugin_sdk::types::*;
@@ -15,9 +15,10 @@ pub fn role_rank(role: Option<&str>) -> u8 {
         Some("constraint") => 0,
         Some("guidance") => 1,
         Some("assertion") => 2,
-        Some("question") => 3,
-        Some("symbol") => 4,
-        _ => 5,
+        Some("occurrence") => 3,
+        Some("question") => 4,
+        Some("symbol") => 5,
+        _ => 6,
     }
 }
 

@@ -105,6 +105,27 @@ pub struct Relation {
     pub target: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
+    /// For `conflicts_with`: the part of the two claims that differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difference: Option<Difference>,
+}
+
+/// The part two contradicting claims differ in: this memory says `this`
+/// (`17`, `broken`) where the other says `other` (`16`, `works`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Difference {
+    pub this: String,
+    pub other: String,
+}
+
+impl Difference {
+    /// The same difference seen from the other memory.
+    pub fn swapped(&self) -> Self {
+        Self {
+            this: self.other.clone(),
+            other: self.this.clone(),
+        }
+    }
 }
 
 /// How a memory passed the write gate: who proposed it and who (which

@@ -8,6 +8,6 @@ mod memory;
 pub use event::Event;
 pub use file::{FileRecord, FolderRecord, IndexStatus};
 pub use memory::{
-    BUILTIN_KINDS, Feedback, FeedbackAction, Governance, Lifecycle, Memory, Provenance, Relation,
-    Tombstone,
+    BUILTIN_KINDS, Difference, Feedback, FeedbackAction, Governance, Lifecycle, Memory, Provenance,
+    Relation, Tombstone,
 };

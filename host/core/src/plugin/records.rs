@@ -77,6 +77,8 @@ pub struct ProcessedFile {
 pub struct DetectItem {
     pub id: String,
     pub kind: String,
+    /// The runtime role of the memory's type; `None` for a file chunk.
+    pub role: Option<String>,
     pub text: String,
     pub path: String,
     pub tags: Vec<String>,
@@ -91,6 +93,10 @@ pub struct DetectedRelation {
     /// In [0, 1].
     pub score: f32,
     pub reason: String,
+    /// For `conflicts_with`: what the subject says (`this`) against what
+    /// the target says (`other`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difference: Option<crate::model::Difference>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

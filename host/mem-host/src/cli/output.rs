@@ -5,7 +5,7 @@ use super::Format;
 use mem_core::{MemError, MemResult};
 use serde::Serialize;
 use std::io::Write;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// Exit status of a command that succeeded in running but reports a
 /// negative finding (`check` → BLOCK, `lint` → errors, `audit verify` →
@@ -18,6 +18,25 @@ pub fn set_exit_status(code: u8) {
 
 pub fn exit_status() -> u8 {
     EXIT_STATUS.load(Ordering::Relaxed)
+}
+
+/// Set when the reader of stdout has gone (`mem-host … | head`): closing
+/// the pipe is the reader's choice, so the command stops and exits quietly,
+/// as other Unix tools do, instead of reporting an error. Writes already
+/// made are kept (the command returns normally, so the store closes).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// The error of a failed write to the command's output, noting a reader
+/// that went away.
+pub fn write_failed(context: &str, e: &std::io::Error) -> MemError {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+    MemError::io(context, e)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -59,7 +78,7 @@ fn print_line(text: &str) -> MemResult<()> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{text}")
         .and_then(|_| stdout.flush())
-        .map_err(|e| MemError::io("cannot write to stdout", &e))
+        .map_err(|e| write_failed("cannot write to stdout", &e))
 }
 
 /// Renders an error for stderr: the JSON document, or a readable line.

@@ -7,6 +7,7 @@ use crate::Service;
 use crate::audit::{Actor, AuditDraft};
 use crate::budget::UsageChange;
 use crate::records::{encode, load, scan_all};
+use crate::types::TypeRegistry;
 use mem_core::id::{self, new_id};
 use mem_core::model::{Governance, Lifecycle, Memory, Relation};
 use mem_core::plugin::{Decision, DetectItem, EvidenceRef, ProposalInput, Stance};
@@ -64,6 +65,7 @@ impl Service {
                         kind: SUPERSEDED_BY.into(),
                         target: nid.clone(),
                         score: None,
+                        difference: None,
                     });
                     "supersede"
                 }
@@ -114,6 +116,7 @@ impl Service {
                     kind: SUPERSEDES.into(),
                     target: t.clone(),
                     score: None,
+                    difference: None,
                 });
             }
             for f in &p.findings {
@@ -125,6 +128,7 @@ impl Service {
                         kind: f.code.clone(),
                         target: target.clone(),
                         score: f.score.map(f64::from),
+                        difference: f.difference.clone(),
                     });
                 }
             }
@@ -301,6 +305,8 @@ impl Service {
         if detectors.is_empty() {
             return Ok(Vec::new());
         }
+        let config = self.config();
+        let registry = &config.types.registry;
         let prefix = format!("{}\0", m.path.as_str());
         let mut candidates = Vec::new();
         for (key, _) in scan_all(self.store(), Table::MemoryPaths, &prefix)? {
@@ -313,7 +319,7 @@ impl Service {
             if let Some(c) = load::<Memory>(self.store(), Table::Memories, id)?
                 && c.value.lifecycle == Lifecycle::Active
             {
-                candidates.push(detect_item(&c.value));
+                candidates.push(detect_item(registry, &c.value));
             }
             if candidates.len() >= MAX_DETECT_CANDIDATES {
                 break;
@@ -322,7 +328,7 @@ impl Service {
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
-        let subject = detect_item(m);
+        let subject = detect_item(registry, m);
         let mut out = Vec::new();
         for name in detectors {
             let source = format!("detector:{name}");
@@ -342,6 +348,7 @@ impl Service {
                         );
                         f.target = Some(r.target);
                         f.score = Some(r.score);
+                        f.difference = r.difference;
                         out.push(f);
                     }
                 }
@@ -352,12 +359,21 @@ impl Service {
     }
 }
 
-fn detect_item(m: &Memory) -> DetectItem {
+fn detect_item(registry: &TypeRegistry, m: &Memory) -> DetectItem {
     DetectItem {
         id: m.id.clone(),
         kind: m.kind.clone(),
+        role: claim_role(registry, &m.kind),
         text: m.content.clone().unwrap_or_default(),
         path: m.path.as_str().to_string(),
         tags: Vec::new(),
     }
+}
+
+/// The role a relation detector sees for a memory of `kind`: its type's
+/// role from the workspace's role table, which decides whether two
+/// memories are claims about one thing (they can contradict) or separate
+/// occurrences (they cannot). `None` for a kind the table does not know.
+pub(crate) fn claim_role(registry: &TypeRegistry, kind: &str) -> Option<String> {
+    registry.role_of(kind).map(str::to_string)
 }

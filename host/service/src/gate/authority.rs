@@ -130,6 +130,7 @@ impl Service {
                         kind: SUPERSEDED_BY.into(),
                         target: after.id.clone(),
                         score: None,
+                        difference: None,
                     });
                 }
                 ("memory.supersede_reinstated", "supersede_reinstated")

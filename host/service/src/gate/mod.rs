@@ -70,6 +70,9 @@ pub struct Finding {
     pub target: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f32>,
+    /// For a detected conflict: what the new memory says against the target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difference: Option<mem_core::model::Difference>,
 }
 
 /// A proposal as stored and shown.
@@ -164,6 +167,7 @@ fn finding(code: &str, message: impl Into<String>, source: &str, effect: &str) -
         effect: effect.into(),
         target: None,
         score: None,
+        difference: None,
     }
 }
 

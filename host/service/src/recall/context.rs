@@ -6,14 +6,15 @@
 //! (the workspace's one role table, [`crate::types::TypeRegistry::role_of`])
 //! and its lifecycle only: `conflict` (a declared conflict with another
 //! item of the pack), `provisional` (not active, or tentative), then by
-//! role: `constraint` → `must`, `guidance` → `should`, `assertion` (and
-//! files) → `context`, `question` → `missing` (a known gap, not a fact).
+//! role: `constraint` → `must`, `guidance` → `should`, `assertion`,
+//! `occurrence` (and files) → `context`, `question` → `missing` (a known gap, not a fact).
 //! `symbol` items define subjects: packed (in `context`) only when the
 //! query names them. A pin is the owner's emphasis, not a rule: a pinned
 //! item leads its lane (and the role stage keeps it first), but keeps its
 //! role's lane. `missing` also names query terms nothing packed answers.
 
 use super::read_gate::Facts;
+use super::conflict::{PackConflict, conflict_reason, pack_conflicts};
 use super::{SearchHit, SearchQuery, filters_of};
 use crate::Service;
 use crate::records::load;
@@ -113,6 +114,9 @@ pub struct ContextItem {
     /// Why it was selected and placed in its lane.
     pub reason: String,
     pub provenance: Provenance,
+    /// In the CONFLICT lane: the items of this pack it contradicts, and in what.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<PackConflict>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -288,6 +292,7 @@ fn lane_of(h: &SearchHit, f: &Facts, conflicting: &BTreeSet<String>) -> Option<(
     let (lane, why) = match f.role.as_deref() {
         Some("constraint") => (PackLane::Must, "role constraint: it binds the work"),
         Some("guidance") => (PackLane::Should, "role guidance: it guides the work"),
+        Some("occurrence") => (PackLane::Context, "role occurrence: a recorded event"),
         Some("question") => return None,
         Some("symbol") => (
             PackLane::Context,
@@ -347,24 +352,6 @@ impl Service {
         })
     }
 
-    /// Memory ids among `hits` that a `conflicts_with`/`contradicts`
-    /// relation links to another of `hits`.
-    fn conflicts(&self, hits: &[&SearchHit]) -> MemResult<BTreeSet<String>> {
-        let ids: BTreeSet<&str> = hits.iter().map(|h| h.id.as_str()).collect();
-        let mut out = BTreeSet::new();
-        for h in hits.iter().filter(|h| h.source == SourceKind::Memory) {
-            if let Some(m) = load::<Memory>(self.store(), Table::Memories, &h.id)? {
-                for r in &m.value.relations {
-                    if matches!(r.kind.as_str(), "conflicts_with" | "contradicts")
-                        && ids.contains(r.target.as_str())
-                    {
-                        out.insert(h.id.clone());
-                        out.insert(r.target.clone());
-                    }
-                }
-            }
-        }
-        Ok(out)
     }
 
     /// Builds a cited, budgeted context pack.
@@ -497,7 +484,8 @@ impl Service {
         admitted.truncate(limit);
 
         // Lanes and the budget, binding lanes first; questions are gaps.
-        let conflicting = self.conflicts(&admitted)?;
+        let conflicts = pack_conflicts(self, &admitted)?;
+        let conflicting: BTreeSet<String> = conflicts.keys().cloned().collect();
         let none = Facts::default();
         let mut questions: Vec<&SearchHit> = Vec::new();
         let mut placed: Vec<(PackLane, &SearchHit, String)> = Vec::new();
@@ -566,6 +554,15 @@ impl Service {
                 continue;
             }
             pack.used_chars += chars;
+            let item_conflicts = match lane {
+                PackLane::Conflict => conflicts.get(&h.id).cloned().unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            let why = if item_conflicts.is_empty() {
+                why
+            } else {
+                conflict_reason(&item_conflicts)
+            };
             let item = ContextItem {
                 citation: h.citation.clone(),
                 source: h.source,
@@ -578,6 +575,7 @@ impl Service {
                 score: h.score,
                 reason: format!("{}; {why}", recall_reason(h)),
                 provenance: self.provenance_of(h)?,
+                conflicts: item_conflicts,
             };
             match lane {
                 PackLane::Must => pack.must.push(item),

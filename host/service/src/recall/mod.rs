@@ -6,6 +6,7 @@
 //! index, is the source of content, so a hit can never show text that was
 //! forgotten). Context packs build on search: see [`context`].
 
+mod conflict;
 pub mod context;
 mod period;
 mod read_gate;
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+pub use conflict::PackConflict;
 pub use context::{ContextItem, ContextPack, ContextRequest, OmittedItem, PackTrace};
 use period::period_in;
 
