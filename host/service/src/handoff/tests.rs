@@ -281,7 +281,10 @@ fn resume_resolves_references_or_says_why_not() {
     );
     assert_eq!(r["external"][0]["uri"], "https://example.org/spec");
     // The pack itself is checked end to end, where the index runs.
-    assert!(r["context"].is_object() || r["context_note"].is_string(), "{r}");
+    assert!(
+        r["context"].is_object() || r["context_note"].is_string(),
+        "{r}"
+    );
 }
 
 #[test]
