@@ -12,6 +12,7 @@ mod door;
 mod durability;
 mod files;
 mod governance;
+mod handoff;
 mod mcp;
 mod memories;
 mod plugins;

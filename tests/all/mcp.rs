@@ -13,9 +13,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const TOOLS: [&str; 15] = [
+const TOOLS: [&str; 20] = [
     "mem_archive",
     "mem_check",
+    "mem_checkpoint",
+    "mem_checkpoint_get",
+    "mem_checkpoint_list",
     "mem_context",
     "mem_feedback",
     "mem_forget",
@@ -27,7 +30,9 @@ const TOOLS: [&str; 15] = [
     "mem_put",
     "mem_remember",
     "mem_restore",
+    "mem_resume",
     "mem_search",
+    "mem_task_list",
     "mem_types",
 ];
 

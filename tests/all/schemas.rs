@@ -10,7 +10,7 @@ fn schema_dir() -> PathBuf {
 }
 
 fn load(name: &str) -> Value {
-    let path = schema_dir().join(format!("{name}.schema.json"));
+    let path = schema_dir().join(mem_service::schemas::file_name(name));
     serde_json::from_str(
         &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
     )
@@ -22,7 +22,7 @@ fn committed_schemas_match_the_types() {
     let bless = std::env::var("MEM_HOST_BLESS").is_ok_and(|v| v == "1");
     let mut stale = Vec::new();
     for (name, schema) in mem_service::schemas::public_schemas() {
-        let path = schema_dir().join(format!("{name}.schema.json"));
+        let path = schema_dir().join(mem_service::schemas::file_name(name));
         let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
         if bless {
             std::fs::write(&path, &text).unwrap();

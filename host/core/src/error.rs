@@ -34,6 +34,12 @@ pub enum ErrorCode {
     IdempotencyConflict,
     #[serde(rename = "version_conflict")]
     VersionConflict,
+    /// A handoff document breaks its schema (the field is named).
+    #[serde(rename = "bad_handoff")]
+    BadHandoff,
+    /// A checkpoint's base is not the task's current head.
+    #[serde(rename = "checkpoint_conflict")]
+    CheckpointConflict,
     #[serde(rename = "confirmation_required")]
     ConfirmationRequired,
     #[serde(rename = "invalid_state")]
@@ -102,6 +108,8 @@ impl ErrorCode {
         Self::MoveIntoSelf,
         Self::IdempotencyConflict,
         Self::VersionConflict,
+        Self::BadHandoff,
+        Self::CheckpointConflict,
         Self::ConfirmationRequired,
         Self::InvalidState,
         Self::UnknownMemoryType,
@@ -156,6 +164,12 @@ impl ErrorCode {
             }
             Self::VersionConflict => {
                 "read the record again and retry with its current state_version"
+            }
+            Self::BadHandoff => {
+                "correct the named field of the handoff document (schemas/handoff.v1.json)"
+            }
+            Self::CheckpointConflict => {
+                "another checkpoint was written first: resume the task, merge its handoff into yours, and checkpoint again on the head it names"
             }
             Self::ConfirmationRequired => {
                 "repeat the request with confirm set to true if you mean it"
@@ -238,9 +252,11 @@ impl ErrorCode {
     pub fn http_status(self) -> u16 {
         match self {
             Self::NotFound | Self::WorkspaceNotFound => 404,
-            Self::BadRequest | Self::BadPath | Self::BadEncoding | Self::ConfirmationRequired => {
-                400
-            }
+            Self::BadRequest
+            | Self::BadPath
+            | Self::BadEncoding
+            | Self::BadHandoff
+            | Self::ConfirmationRequired => 400,
             Self::Unauthorized => 401,
             Self::Forbidden | Self::CapabilityDenied => 403,
             Self::AlreadyExists
@@ -249,6 +265,7 @@ impl ErrorCode {
             | Self::MoveIntoSelf
             | Self::IdempotencyConflict
             | Self::VersionConflict
+            | Self::CheckpointConflict
             | Self::InvalidState => 409,
             Self::PayloadTooLarge => 413,
             Self::MethodNotAllowed => 405,
@@ -282,6 +299,8 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     (ErrorCode::MoveIntoSelf, "move_into_self"),
     (ErrorCode::IdempotencyConflict, "idempotency_conflict"),
     (ErrorCode::VersionConflict, "version_conflict"),
+    (ErrorCode::BadHandoff, "bad_handoff"),
+    (ErrorCode::CheckpointConflict, "checkpoint_conflict"),
     (ErrorCode::ConfirmationRequired, "confirmation_required"),
     (ErrorCode::InvalidState, "invalid_state"),
     (ErrorCode::UnknownMemoryType, "unknown_memory_type"),

@@ -35,8 +35,11 @@ pub enum Table {
     Proposals,
     /// Auth tokens by id.
     Tokens,
-    /// Tasks and their checkpoints (handoff).
+    /// task key → `Task` (its scope and head checkpoint).
     Tasks,
+    /// `"{task key}\0{seq:016}"` → `Checkpoint` (immutable), and
+    /// `"#{checkpoint id}"` → its `"{task key}\0{seq:016}"` key.
+    Checkpoints,
 }
 
 impl Table {
@@ -53,6 +56,7 @@ impl Table {
         Table::Proposals,
         Table::Tokens,
         Table::Tasks,
+        Table::Checkpoints,
     ];
 
     /// Stable name, used as the backend's collection name.
@@ -70,6 +74,7 @@ impl Table {
             Table::Proposals => "proposals",
             Table::Tokens => "tokens",
             Table::Tasks => "tasks",
+            Table::Checkpoints => "checkpoints",
         }
     }
 }

@@ -16,6 +16,7 @@ mod content;
 pub mod door;
 mod files;
 pub mod gate;
+pub mod handoff;
 pub mod lint;
 mod memories;
 mod mime;

@@ -8,13 +8,23 @@ use mem_core::model::{FileRecord, Memory};
 use schemars::{JsonSchema, generate::SchemaSettings};
 use serde_json::Value;
 
+/// The file a schema is committed as: a versioned document format
+/// (`handoff.v1`) is `schemas/{stem}.json`, the rest `{stem}.schema.json`.
+pub fn file_name(stem: &str) -> String {
+    if stem.contains(".v") {
+        format!("{stem}.json")
+    } else {
+        format!("{stem}.schema.json")
+    }
+}
+
 fn schema_of<T: JsonSchema>(id: &str, title: &str) -> Value {
     let generator = SchemaSettings::draft2020_12().into_generator();
     let mut schema = generator.into_root_schema_for::<T>().to_value();
     if let Value::Object(map) = &mut schema {
         map.insert(
             "$id".into(),
-            Value::String(format!("https://mem-host.dev/schemas/{id}.schema.json")),
+            Value::String(format!("https://mem-host.dev/schemas/{}", file_name(id))),
         );
         map.insert("title".into(), Value::String(title.into()));
     }
@@ -104,6 +114,36 @@ pub fn public_schemas() -> Vec<(&'static str, Value)> {
         (
             "context-pack",
             schema_of::<crate::recall::ContextPack>("context-pack", "mem-host context pack"),
+        ),
+        (
+            "handoff.v1",
+            schema_of::<crate::handoff::Handoff>("handoff.v1", "mem-host handoff v1"),
+        ),
+        (
+            "checkpoint",
+            schema_of::<crate::handoff::Checkpoint>("checkpoint", "mem-host checkpoint"),
+        ),
+        (
+            "checkpoint-result",
+            schema_of::<crate::handoff::CheckpointOutcome>(
+                "checkpoint-result",
+                "mem-host checkpoint result",
+            ),
+        ),
+        (
+            "checkpoint-page",
+            schema_of::<crate::ops::tasks::CheckpointPage>(
+                "checkpoint-page",
+                "mem-host checkpoint page",
+            ),
+        ),
+        (
+            "task-list",
+            schema_of::<crate::ops::tasks::TaskPage>("task-list", "mem-host task list"),
+        ),
+        (
+            "resume-result",
+            schema_of::<crate::handoff::ResumeResult>("resume-result", "mem-host resume result"),
         ),
     ]
 }

@@ -11,6 +11,7 @@ pub mod output;
 mod plugin;
 mod recall;
 mod serve;
+mod tasks;
 
 use crate::client::Client;
 use crate::workspace;
@@ -105,6 +106,14 @@ pub enum Command {
     Model(recall::ModelCommand),
     /// Bring the search index up to date, or rebuild it with --all.
     Reindex(recall::ReindexArgs),
+    /// Write a task's handoff checkpoint (`checkpoint get KEY ID` shows one).
+    Checkpoint(tasks::CheckpointArgs),
+    /// Tasks you may see, by key.
+    Tasks(tasks::TasksArgs),
+    /// A task's checkpoints, newest first.
+    Checkpoints(tasks::CheckpointsArgs),
+    /// Resume a task: its handoff, resolved references and a context pack.
+    Resume(tasks::ResumeArgs),
     /// Serve REST (/v1), MCP over HTTP (/mcp) and /metrics until SIGTERM.
     Serve(serve::ServeArgs),
     /// API tokens for HTTP and MCP clients.
@@ -175,6 +184,10 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 Command::Context(a) => recall::context(c, &out, a),
                 Command::Reindex(a) => recall::reindex(c, &out, a),
                 Command::Token(cmd) => serve::token(c, &out, cmd),
+                Command::Checkpoint(a) => tasks::checkpoint(c, &out, a),
+                Command::Tasks(a) => tasks::tasks(c, &out, a),
+                Command::Checkpoints(a) => tasks::checkpoints(c, &out, a),
+                Command::Resume(a) => tasks::resume(c, &out, a),
                 Command::Init(_) | Command::Model(_) | Command::Serve(_) | Command::Mcp => Ok(()),
             };
             // What the command's writes left for later (processing, the

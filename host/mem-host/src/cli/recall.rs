@@ -247,7 +247,7 @@ fn merge_defaults(
     })
 }
 
-fn human_pack(p: &ContextPack) -> String {
+pub(super) fn human_pack(p: &ContextPack) -> String {
     let mut lines = vec![format!(
         "context for {:?} ({} of {} characters)",
         p.query, p.used_chars, p.max_chars

@@ -69,7 +69,12 @@ erases the content for good and needs `confirm: true` and a reason: prefer \
 mem_archive unless the user asked to forget.
 6. Before a consequential action, mem_check it against the workspace's \
 constraints.
-7. A failed call returns {\"code\", \"message\", \"hint\"}: follow the hint.";
+7. Picking up a task? mem_task_list, then mem_resume it: the handoff (goal, \
+progress, decisions, next steps, blockers) with its references resolved. \
+Before you stop, mem_checkpoint what you did and what is next, with the \
+task's head as `base_checkpoint_id`; on checkpoint_conflict, resume again and \
+merge.
+8. A failed call returns {\"code\", \"message\", \"hint\"}: follow the hint.";
 
 /// Where a session's operations run: this process's service, or the
 /// `serve` that holds the workspace (a stdio session started while it

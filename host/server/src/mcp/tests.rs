@@ -32,6 +32,9 @@ fn the_tool_list_is_the_agent_surface_only() {
         [
             "mem_archive",
             "mem_check",
+            "mem_checkpoint",
+            "mem_checkpoint_get",
+            "mem_checkpoint_list",
             "mem_context",
             "mem_feedback",
             "mem_forget",
@@ -43,7 +46,9 @@ fn the_tool_list_is_the_agent_surface_only() {
             "mem_put",
             "mem_remember",
             "mem_restore",
+            "mem_resume",
             "mem_search",
+            "mem_task_list",
             "mem_types",
         ]
     );

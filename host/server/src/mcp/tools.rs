@@ -4,7 +4,7 @@
 //! requires. Review, write policy, tokens, audit and plugins are not here.
 
 use mem_service::door::{OpEntry, entry};
-use mem_service::ops::{files, memories, recall};
+use mem_service::ops::{files, memories, recall, tasks};
 use mem_service::{check, recall as rc};
 
 #[derive(Debug, Clone, Copy)]
@@ -170,6 +170,50 @@ pub(crate) fn tools() -> Vec<ToolDef> {
              describes the action, `context` where it happens, `path` limits to constraints \
              scoped there. Returns status ALLOW, BLOCK (with the constraints that block it, \
              cited) or NEEDS_REVIEW.",
+        )
+        .reads(),
+        tool(
+            "mem_checkpoint",
+            entry::<tasks::CheckpointTask>(),
+            "Checkpoint a task so another agent (or a later session) can carry it on: `task` is \
+             its key, `handoff` the handoff.v1 document (`version: \"handoff.v1\"`, `goal`, \
+             `progress`, `decisions`, `completed_steps`, `next_steps`, `blockers`, `references` \
+             as {uri, note} with mem://memory/ID, mem://file/ID#L10-20 or URLs, `producer` \
+             {agent, session}). Every checkpoint after the first names the task's current head \
+             as `base_checkpoint_id`; if someone checkpointed first you get checkpoint_conflict \
+             with the head: mem_resume it, merge, and checkpoint again. `idempotency_key` is \
+             required; resending the same request returns the original checkpoint.",
+        ),
+        tool(
+            "mem_resume",
+            entry::<tasks::ResumeTask>(),
+            "Resume a task another agent checkpointed: returns its latest handoff (or \
+             `checkpoint_id`'s) with goal, progress, decisions, next steps and blockers, every \
+             reference resolved (content hash and excerpt) or listed in `missing` with why, and \
+             a context pack for `focus` (default: the goal) within `max_chars`. Call this first \
+             when picking up a task; its `task.head_checkpoint_id` is the base for your next \
+             mem_checkpoint.",
+        )
+        .reads(),
+        tool(
+            "mem_task_list",
+            entry::<tasks::ListTasks>(),
+            "List the tasks you may see (key, scope, goal, head checkpoint, when and by whom it \
+             was last checkpointed), optionally under a folder `scope`. Paged by `cursor`.",
+        )
+        .reads(),
+        tool(
+            "mem_checkpoint_list",
+            entry::<tasks::ListCheckpoints>(),
+            "List a task's checkpoints, newest first; pass `next_before` back as `before` for \
+             older ones.",
+        )
+        .reads(),
+        tool(
+            "mem_checkpoint_get",
+            entry::<tasks::GetCheckpoint>(),
+            "Get one checkpoint of a task by id (ckpt_...): its handoff as written, its base and \
+             who wrote it.",
         )
         .reads(),
     ]

@@ -7,7 +7,7 @@
 //! POST takes them as a JSON body.
 
 use mem_service::door::{OpEntry, entry};
-use mem_service::ops::{admin, files, govern, memories, plugins, recall};
+use mem_service::ops::{admin, files, govern, memories, plugins, recall, tasks};
 use mem_service::{check, recall as rc, tokens};
 
 /// How a route's request and answer travel.
@@ -334,6 +334,42 @@ pub(crate) fn routes() -> Vec<Route> {
             "reprocessFile",
             "Send one file back to the processors",
             entry::<admin::Reprocess>(),
+        ),
+        route(
+            "get",
+            "/v1/tasks",
+            "listTasks",
+            "Tasks this token may see, by key",
+            entry::<tasks::ListTasks>(),
+        ),
+        route(
+            "post",
+            "/v1/tasks/{task}/checkpoints",
+            "checkpoint",
+            "Write a handoff checkpoint on the task's head (compare-and-swap)",
+            entry::<tasks::CheckpointTask>(),
+        )
+        .created(),
+        route(
+            "get",
+            "/v1/tasks/{task}/checkpoints",
+            "listCheckpoints",
+            "A task's checkpoints, newest first",
+            entry::<tasks::ListCheckpoints>(),
+        ),
+        route(
+            "get",
+            "/v1/tasks/{task}/checkpoints/{id}",
+            "getCheckpoint",
+            "One checkpoint of a task",
+            entry::<tasks::GetCheckpoint>(),
+        ),
+        route(
+            "post",
+            "/v1/tasks/{task}/resume",
+            "resume",
+            "Resume a task: its handoff, resolved references and a context pack",
+            entry::<tasks::ResumeTask>(),
         ),
         route(
             "get",

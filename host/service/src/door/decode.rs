@@ -65,9 +65,8 @@ impl Caller<'_> {
         if let Some(e) = validator.iter_errors(&args).next() {
             let config = self.svc.config();
             let schema = request_schema::<O>(&config);
-            return Err(
-                field_error(&schema, &config, &e).unwrap_or_else(|| shape_error(O::NAME, &e))
-            );
+            return Err(field_error(&schema, &config, &e)
+                .unwrap_or_else(|| coded(&schema, &e, shape_error(O::NAME, &e))));
         }
         decode_args(O::NAME, args)
     }
@@ -100,6 +99,47 @@ fn field_error(
         return config.types.registry.resolve(value).err().map(with_field);
     }
     None
+}
+
+/// A part of a request that is a document of its own (a handoff) marks its
+/// schema with `x-mem-code`: a break anywhere inside it carries that code,
+/// and an unexpected field is named by its own pointer.
+fn coded(schema: &Value, e: &jsonschema::ValidationError<'_>, err: MemError) -> MemError {
+    let at = e.schema_path.to_string();
+    let mut prefix = String::new();
+    let mut code = None;
+    for seg in at.split('/').skip(1) {
+        prefix.push('/');
+        prefix.push_str(seg);
+        if let Some(c) = schema
+            .pointer(&prefix)
+            .and_then(|n| n.get("x-mem-code"))
+            .and_then(|c| serde_json::from_value::<ErrorCode>(c.clone()).ok())
+        {
+            code = Some(c);
+        }
+    }
+    let Some(code) = code else {
+        return err;
+    };
+    let mut field = err
+        .details
+        .get("field")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } = &e.kind
+        && let Some(name) = unexpected.first()
+    {
+        field = format!("{field}/{name}");
+    }
+    let mut details = err.details.clone();
+    if let Some(d) = details.as_object_mut() {
+        d.insert("field".into(), field.clone().into());
+    }
+    MemError::new(code, format!("{field}: {e}"))
+        .with_hint(code.default_hint())
+        .with_details(details)
 }
 
 /// The first way `args` breaks the schema, as the error a client acts on.

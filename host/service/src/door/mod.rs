@@ -17,6 +17,7 @@ pub(crate) use decode::Shapes;
 pub use decode::{decode_args, request_schema};
 pub use registry::{OpEntry, entry, find, registry};
 pub use replay::StoredReply;
+pub(crate) use replay::conflict as replay_conflict;
 
 use crate::Service;
 use crate::access::{Access, Scope};

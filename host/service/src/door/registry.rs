@@ -4,7 +4,7 @@
 
 use super::{Caller, Done, Operation, Replay};
 use crate::access::Scope;
-use crate::ops::{admin, files, govern, memories, plugins, recall};
+use crate::ops::{admin, files, govern, memories, plugins, recall, tasks};
 use mem_core::{MemError, MemResult};
 use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;
@@ -102,6 +102,11 @@ static REGISTRY: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<crate::check::CheckRequest>(),
         entry::<recall::Types>(),
         entry::<recall::Status>(),
+        entry::<tasks::CheckpointTask>(),
+        entry::<tasks::ListTasks>(),
+        entry::<tasks::ListCheckpoints>(),
+        entry::<tasks::GetCheckpoint>(),
+        entry::<tasks::ResumeTask>(),
         entry::<plugins::PluginList>(),
         entry::<plugins::PluginInspect>(),
         entry::<plugins::PluginInstall>(),

@@ -13,6 +13,7 @@ pub mod govern;
 pub mod memories;
 pub mod plugins;
 pub mod recall;
+pub mod tasks;
 
 fn yes() -> bool {
     true
