@@ -6,6 +6,7 @@
 
 mod support;
 
+mod bundles;
 mod contract;
 mod door;
 mod durability;

@@ -2,9 +2,7 @@
 //! mapping an entry to a file path (see the crate's doc).
 
 use crate::error::BundleError;
-use crate::manifest::{
-    BlobInfo, EntryName, FORMAT, FORMAT_VERSION, LogLine, Manifest, RecordLine,
-};
+use crate::manifest::{BlobInfo, EntryName, FORMAT, FORMAT_VERSION, LogLine, Manifest, RecordLine};
 use crate::write::{LogPart, PluginPart, TablePart};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -96,7 +94,9 @@ impl<R: Read> Read for Capped<R> {
                 _ => Err(std::io::Error::other(CapExceeded(self.cap))),
             };
         }
-        let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
         let n = self.inner.read(&mut buf[..want])?;
         self.left -= n as u64;
         Ok(n)
@@ -121,14 +121,21 @@ fn damaged(e: &std::io::Error) -> BundleError {
 /// Reads an entry of `size` bytes into memory, hashing it.
 fn slurp(r: &mut dyn Read, size: u64) -> Result<Vec<u8>, BundleError> {
     let mut out = Vec::with_capacity(usize::try_from(size.min(1 << 20)).unwrap_or(0));
-    r.take(size).read_to_end(&mut out).map_err(|e| damaged(&e))?;
+    r.take(size)
+        .read_to_end(&mut out)
+        .map_err(|e| damaged(&e))?;
     if (out.len() as u64) < size {
         return Err(BundleError::invalid("the archive ends inside an entry"));
     }
     Ok(out)
 }
 
-fn mismatch(path: &str, what: &'static str, expected: impl ToString, actual: impl ToString) -> BundleError {
+fn mismatch(
+    path: &str,
+    what: &'static str,
+    expected: impl ToString,
+    actual: impl ToString,
+) -> BundleError {
     BundleError::HashMismatch {
         path: path.into(),
         what,
@@ -169,9 +176,17 @@ fn manifest(bytes: &[u8], limits: &Limits) -> Result<Manifest, BundleError> {
     for e in &m.entries {
         let name = EntryName::parse(&e.path)
             .filter(|n| *n != EntryName::Manifest)
-            .ok_or_else(|| BundleError::invalid(format!("the manifest lists entry {:?}, which no bundle has", e.path)))?;
+            .ok_or_else(|| {
+                BundleError::invalid(format!(
+                    "the manifest lists entry {:?}, which no bundle has",
+                    e.path
+                ))
+            })?;
         if !is_sha256_hex(&e.sha256) {
-            return Err(BundleError::invalid(format!("entry {}: sha256 is not lower-case hex", e.path)));
+            return Err(BundleError::invalid(format!(
+                "entry {}: sha256 is not lower-case hex",
+                e.path
+            )));
         }
         if let EntryName::Blob(sha) = &name
             && *sha != e.sha256
@@ -179,7 +194,10 @@ fn manifest(bytes: &[u8], limits: &Limits) -> Result<Manifest, BundleError> {
             return Err(mismatch(&e.path, "sha256", sha, &e.sha256));
         }
         if !paths.insert(e.path.as_str()) {
-            return Err(BundleError::invalid(format!("the manifest lists {} twice", e.path)));
+            return Err(BundleError::invalid(format!(
+                "the manifest lists {} twice",
+                e.path
+            )));
         }
         total = total.saturating_add(e.size);
         if !matches!(name, EntryName::Blob(_)) {
@@ -230,7 +248,10 @@ fn blob(
     sink.put(sha256, size, &mut h).map_err(|e| {
         // A read error surfaces through the sink; name it as the archive's.
         if e.code == mem_core::ErrorCode::Io {
-            BundleError::invalid(format!("the archive is truncated or damaged: {}", e.message))
+            BundleError::invalid(format!(
+                "the archive is truncated or damaged: {}",
+                e.message
+            ))
         } else {
             BundleError::Other(e)
         }
@@ -248,9 +269,14 @@ fn blob(
 
 fn lines<'a>(bytes: &'a [u8], path: &str) -> Result<Vec<&'a [u8]>, BundleError> {
     if !bytes.is_empty() && !bytes.ends_with(b"\n") {
-        return Err(BundleError::invalid(format!("{path} does not end with a newline")));
+        return Err(BundleError::invalid(format!(
+            "{path} does not end with a newline"
+        )));
     }
-    Ok(bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()).collect())
+    Ok(bytes
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect())
 }
 
 fn b64(s: &str, path: &str) -> Result<Vec<u8>, BundleError> {
@@ -270,12 +296,22 @@ fn table(
         let r: RecordLine = serde_json::from_slice(line)
             .map_err(|e| BundleError::invalid(format!("{path}: a line is malformed: {e}")))?;
         let value = b64(&r.value, &path)?;
-        let expected = digests.remove(&(name.to_string(), r.key.clone())).ok_or_else(|| {
-            BundleError::invalid(format!("{path}: record {:?} is not in the manifest (or is there twice)", r.key))
-        })?;
+        let expected = digests
+            .remove(&(name.to_string(), r.key.clone()))
+            .ok_or_else(|| {
+                BundleError::invalid(format!(
+                    "{path}: record {:?} is not in the manifest (or is there twice)",
+                    r.key
+                ))
+            })?;
         let actual = sha256_hex(&value);
         if actual != expected {
-            return Err(mismatch(&format!("{path}#{}", r.key), "sha256", expected, actual));
+            return Err(mismatch(
+                &format!("{path}#{}", r.key),
+                "sha256",
+                expected,
+                actual,
+            ));
         }
         records.push((r.key, value));
     }
@@ -331,7 +367,8 @@ pub fn read(
         .ok_or_else(|| BundleError::invalid("the archive is empty"))?
         .map_err(|e| damaged(&e))?;
     let first_name = String::from_utf8_lossy(&first.path_bytes()).to_string();
-    if first_name != crate::MANIFEST_ENTRY || first.header().entry_type() != tar::EntryType::Regular {
+    if first_name != crate::MANIFEST_ENTRY || first.header().entry_type() != tar::EntryType::Regular
+    {
         return Err(BundleError::invalid(format!(
             "the first entry is {first_name:?}, not the manifest"
         )));
@@ -387,14 +424,17 @@ pub fn read(
                 "entry {path:?} is a {kind:?}; bundles hold regular files only"
             )));
         }
-        let name = EntryName::parse(&path)
-            .ok_or_else(|| BundleError::invalid(format!("entry {path:?} is not one a bundle has")))?;
+        let name = EntryName::parse(&path).ok_or_else(|| {
+            BundleError::invalid(format!("entry {path:?} is not one a bundle has"))
+        })?;
         if !seen.insert(path.clone()) {
-            return Err(BundleError::invalid(format!("entry {path:?} appears twice")));
+            return Err(BundleError::invalid(format!(
+                "entry {path:?} appears twice"
+            )));
         }
-        let (size, sha256) = expected
-            .remove(path.as_str())
-            .ok_or_else(|| BundleError::invalid(format!("entry {path:?} is not in the manifest")))?;
+        let (size, sha256) = expected.remove(path.as_str()).ok_or_else(|| {
+            BundleError::invalid(format!("entry {path:?} is not in the manifest"))
+        })?;
         if entry.size() != size {
             return Err(mismatch(&path, "size", size, entry.size()));
         }
@@ -404,7 +444,9 @@ pub fn read(
                 blobs.push(BlobInfo { sha256: sha, size });
             }
             EntryName::Manifest => {
-                return Err(BundleError::invalid("entry \"manifest.json\" appears twice"));
+                return Err(BundleError::invalid(
+                    "entry \"manifest.json\" appears twice",
+                ));
             }
             other => {
                 let bytes = slurp(&mut entry, size)?;
@@ -423,7 +465,9 @@ pub fn read(
     if let Some(path) = expected.keys().min() {
         return Err(match EntryName::parse(path) {
             Some(EntryName::Blob(sha256)) => BundleError::MissingBlob { sha256 },
-            _ => BundleError::invalid(format!("the archive lacks {path}, which the manifest lists")),
+            _ => BundleError::invalid(format!(
+                "the archive lacks {path}, which the manifest lists"
+            )),
         });
     }
     let settings = settings.ok_or_else(|| BundleError::invalid("the bundle has no settings"))?;
@@ -464,16 +508,27 @@ pub fn read(
             "record {key:?} of {table}, which the manifest lists, is not in the bundle"
         )));
     }
-    if let Some(p) = plugins.iter().find(|p| p.manifest.is_empty() || p.wasm.is_empty()) {
+    if let Some(p) = plugins
+        .iter()
+        .find(|p| p.manifest.is_empty() || p.wasm.is_empty())
+    {
         return Err(BundleError::invalid(format!(
             "plugin {} lacks its manifest or its component",
             p.name
         )));
     }
     for (t, n) in &manifest.counts.records {
-        let found = tables.iter().find(|x| &x.name == t).map_or(0, |x| x.records.len() as u64);
+        let found = tables
+            .iter()
+            .find(|x| &x.name == t)
+            .map_or(0, |x| x.records.len() as u64);
         if found != *n {
-            return Err(mismatch(&format!("tables/{t}.jsonl"), "record count", n, found));
+            return Err(mismatch(
+                &format!("tables/{t}.jsonl"),
+                "record count",
+                n,
+                found,
+            ));
         }
     }
     Ok(Outcome::Complete(Box::new(Bundle {

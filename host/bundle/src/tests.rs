@@ -114,7 +114,13 @@ fn a_bundle_reads_back_as_written() {
 fn a_read_can_stop_after_the_manifest() {
     let bytes = written(&sample());
     let mut keep = Keep::default();
-    let out = read(&bytes[..], &Limits::default(), &mut |_, _| Ok(false), &mut keep).unwrap();
+    let out = read(
+        &bytes[..],
+        &Limits::default(),
+        &mut |_, _| Ok(false),
+        &mut keep,
+    )
+    .unwrap();
     assert!(matches!(out, Outcome::Stopped { .. }));
     assert!(keep.0.is_empty(), "no blob is read past a stop");
 }
@@ -203,7 +209,10 @@ fn manifest_with(f: impl FnOnce(&mut serde_json::Value)) -> Vec<Raw> {
 #[test]
 fn a_newer_format_is_its_own_error() {
     let es = manifest_with(|m| m["format_version"] = 2.into());
-    assert_eq!(code(&zst(&tar_of(&es))), ErrorCode::BundleUnsupportedVersion);
+    assert_eq!(
+        code(&zst(&tar_of(&es))),
+        ErrorCode::BundleUnsupportedVersion
+    );
 }
 
 #[test]
@@ -216,13 +225,21 @@ fn a_missing_blob_is_its_own_error() {
 #[test]
 fn a_changed_byte_is_a_hash_mismatch() {
     let mut es = entries_of(&written(&sample()));
-    let blob = es.iter_mut().find(|e| e.name.starts_with(b"blobs/")).unwrap();
+    let blob = es
+        .iter_mut()
+        .find(|e| e.name.starts_with(b"blobs/"))
+        .unwrap();
     blob.data[0] ^= 1;
     assert_eq!(code(&zst(&tar_of(&es))), ErrorCode::BundleHashMismatch);
     // A record changed along with its table's entry hash in the manifest.
     let mut es = entries_of(&written(&sample()));
-    let i = es.iter().position(|e| e.name == b"tables/memories.jsonl").unwrap();
-    let text = String::from_utf8(es[i].data.clone()).unwrap().replace("eyJhIjoxfQ==", "eyJhIjoyfQ==");
+    let i = es
+        .iter()
+        .position(|e| e.name == b"tables/memories.jsonl")
+        .unwrap();
+    let text = String::from_utf8(es[i].data.clone())
+        .unwrap()
+        .replace("eyJhIjoxfQ==", "eyJhIjoyfQ==");
     es[i].data = text.into_bytes();
     let (sha, size) = (sha256_hex(&es[i].data), es[i].data.len());
     let mut m: serde_json::Value = serde_json::from_slice(&es[0].data).unwrap();
@@ -264,7 +281,11 @@ fn hostile_entry_names_and_kinds_are_refused() {
     for case in cases {
         let label = String::from_utf8_lossy(&case.name).to_string();
         let es = vec![raw("manifest.json", manifest), case];
-        assert_eq!(code(&zst(&tar_of(&es))), ErrorCode::BundleInvalid, "{label}");
+        assert_eq!(
+            code(&zst(&tar_of(&es))),
+            ErrorCode::BundleInvalid,
+            "{label}"
+        );
     }
     // The manifest must come first, and as a regular file.
     let es = vec![Raw {
@@ -290,7 +311,11 @@ fn a_duplicate_entry_is_refused() {
 fn a_truncated_or_garbage_archive_is_invalid() {
     let bytes = written(&sample());
     for cut in [0, 1, 10, bytes.len() / 2, bytes.len() - 1] {
-        assert_eq!(code(&bytes[..cut]), ErrorCode::BundleInvalid, "cut at {cut}");
+        assert_eq!(
+            code(&bytes[..cut]),
+            ErrorCode::BundleInvalid,
+            "cut at {cut}"
+        );
     }
     assert_eq!(code(b"PK\x03\x04 not a bundle"), ErrorCode::BundleInvalid);
     // A plain tar, not compressed.
@@ -301,15 +326,20 @@ fn a_truncated_or_garbage_archive_is_invalid() {
 fn huge_declared_sizes_are_refused_before_reading() {
     // The manifest declares a blob of a terabyte.
     let es = manifest_with(|m| {
-        let e = m["entries"].as_array_mut().unwrap().iter_mut().find(|e| {
-            e["path"].as_str().unwrap().starts_with("blobs/")
-        });
+        let e = m["entries"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|e| e["path"].as_str().unwrap().starts_with("blobs/"));
         e.unwrap()["size"] = (1u64 << 40).into();
     });
     assert_eq!(code(&zst(&tar_of(&es))), ErrorCode::PayloadTooLarge);
     // A header that claims more than the manifest says.
     let mut es = entries_of(&written(&sample()));
-    let blob = es.iter_mut().find(|e| e.name.starts_with(b"blobs/")).unwrap();
+    let blob = es
+        .iter_mut()
+        .find(|e| e.name.starts_with(b"blobs/"))
+        .unwrap();
     blob.declared = Some(1 << 40);
     assert_eq!(code(&zst(&tar_of(&es))), ErrorCode::BundleHashMismatch);
     // A manifest past its own cap is never read.
@@ -334,15 +364,26 @@ fn a_decompression_bomb_stops_at_the_cap() {
     let started = std::time::Instant::now();
     let e = read_all(&bomb, &limits).unwrap_err();
     // Zeros are an empty tar (end marker) or a cap hit; either way no bundle.
-    assert!(matches!(e.code, ErrorCode::BundleInvalid | ErrorCode::PayloadTooLarge), "{e}");
+    assert!(
+        matches!(
+            e.code,
+            ErrorCode::BundleInvalid | ErrorCode::PayloadTooLarge
+        ),
+        "{e}"
+    );
     // A real bundle whose one blob entry is a bomb past the cap.
     let mut es = manifest_with(|m| {
-        let e = m["entries"].as_array_mut().unwrap().iter_mut().find(|e| {
-            e["path"].as_str().unwrap().starts_with("blobs/")
-        });
+        let e = m["entries"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|e| e["path"].as_str().unwrap().starts_with("blobs/"));
         e.unwrap()["size"] = (64u64 << 20).into();
     });
-    let blob = es.iter_mut().find(|e| e.name.starts_with(b"blobs/")).unwrap();
+    let blob = es
+        .iter_mut()
+        .find(|e| e.name.starts_with(b"blobs/"))
+        .unwrap();
     blob.data = zeros;
     let e = read_all(&zst(&tar_of(&es)), &limits).unwrap_err();
     assert_eq!(e.code, ErrorCode::PayloadTooLarge, "{e}");
@@ -358,7 +399,10 @@ fn entry_names_parse_only_in_their_forms() {
         "logs/audit.jsonl",
         "plugins/agents-md/plugin.wasm",
     ] {
-        assert_eq!(EntryName::parse(good).map(|n| n.path()), Some(good.to_string()));
+        assert_eq!(
+            EntryName::parse(good).map(|n| n.path()),
+            Some(good.to_string())
+        );
     }
     for bad in [
         "tables/Files.jsonl",

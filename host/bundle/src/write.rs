@@ -66,7 +66,9 @@ pub struct Written {
 /// zstd level: fast, and most of a bundle is JSON that compresses well.
 const LEVEL: i32 = 3;
 
-fn encode_lines<T: serde::Serialize>(lines: impl Iterator<Item = T>) -> Result<Vec<u8>, BundleError> {
+fn encode_lines<T: serde::Serialize>(
+    lines: impl Iterator<Item = T>,
+) -> Result<Vec<u8>, BundleError> {
     let mut out = Vec::new();
     for line in lines {
         serde_json::to_writer(&mut out, &line).map_err(|e| BundleError::Write(e.to_string()))?;
@@ -85,8 +87,13 @@ fn plan(c: &Contents, created_at: &str) -> Result<(Manifest, Vec<(String, Vec<u8
             key: key.clone(),
             value: B64.encode(value),
         });
-        docs.push((EntryName::Table(t.name.clone()).path(), encode_lines(lines)?));
-        counts.records.insert(t.name.clone(), t.records.len() as u64);
+        docs.push((
+            EntryName::Table(t.name.clone()).path(),
+            encode_lines(lines)?,
+        ));
+        counts
+            .records
+            .insert(t.name.clone(), t.records.len() as u64);
         records.extend(t.records.iter().map(|(key, value)| RecordDigest {
             table: t.name.clone(),
             key: key.clone(),
@@ -94,12 +101,17 @@ fn plan(c: &Contents, created_at: &str) -> Result<(Manifest, Vec<(String, Vec<u8
         }));
     }
     for l in &c.logs {
-        let lines = l.entries.iter().map(|v| LogLine { value: B64.encode(v) });
+        let lines = l.entries.iter().map(|v| LogLine {
+            value: B64.encode(v),
+        });
         docs.push((EntryName::Log(l.name.clone()).path(), encode_lines(lines)?));
         counts.logs.insert(l.name.clone(), l.entries.len() as u64);
     }
     for p in &c.plugins {
-        docs.push((EntryName::PluginManifest(p.name.clone()).path(), p.manifest.clone()));
+        docs.push((
+            EntryName::PluginManifest(p.name.clone()).path(),
+            p.manifest.clone(),
+        ));
         docs.push((EntryName::PluginWasm(p.name.clone()).path(), p.wasm.clone()));
     }
     counts.plugins = c.plugins.len() as u64;
@@ -202,8 +214,11 @@ pub fn write<W: Write>(
     };
     let encoder = zstd::stream::Encoder::new(tally, LEVEL).map_err(io)?;
     let mut tar = tar::Builder::new(encoder);
-    tar.append(&header(MANIFEST_ENTRY, manifest_bytes.len() as u64)?, &manifest_bytes[..])
-        .map_err(io)?;
+    tar.append(
+        &header(MANIFEST_ENTRY, manifest_bytes.len() as u64)?,
+        &manifest_bytes[..],
+    )
+    .map_err(io)?;
     for (path, bytes) in &docs {
         tar.append(&header(path, bytes.len() as u64)?, &bytes[..])
             .map_err(io)?;
@@ -216,14 +231,20 @@ pub fn write<W: Write>(
             bytes: 0,
             hash: Sha256::new(),
         };
-        tar.append(&header(&path, b.size)?, &mut hashing).map_err(io)?;
+        tar.append(&header(&path, b.size)?, &mut hashing)
+            .map_err(io)?;
         let actual = hex::encode(hashing.hash.finalize());
         if hashing.bytes != b.size || actual != b.sha256 {
-            return Err(BundleError::Other(mem_core::MemError::new(
-                mem_core::ErrorCode::StoreCorrupt,
-                format!("blob {} is not the {} bytes it is stored as", b.sha256, b.size),
-            )
-            .with_details(serde_json::json!({ "sha256": b.sha256 }))));
+            return Err(BundleError::Other(
+                mem_core::MemError::new(
+                    mem_core::ErrorCode::StoreCorrupt,
+                    format!(
+                        "blob {} is not the {} bytes it is stored as",
+                        b.sha256, b.size
+                    ),
+                )
+                .with_details(serde_json::json!({ "sha256": b.sha256 })),
+            ));
         }
     }
     let encoder = tar.into_inner().map_err(io)?;

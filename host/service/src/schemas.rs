@@ -105,5 +105,23 @@ pub fn public_schemas() -> Vec<(&'static str, Value)> {
             "context-pack",
             schema_of::<crate::recall::ContextPack>("context-pack", "mem-host context pack"),
         ),
+        (
+            "bundle-manifest",
+            schema_of::<crate::bundle::Manifest>("bundle-manifest", "mem-host bundle manifest"),
+        ),
+        (
+            "bundle-import-result",
+            schema_of::<crate::bundle::ImportReport>(
+                "bundle-import-result",
+                "mem-host bundle import result",
+            ),
+        ),
+        (
+            "bundle-verify-result",
+            schema_of::<crate::bundle::VerifyReport>(
+                "bundle-verify-result",
+                "mem-host bundle verify result",
+            ),
+        ),
     ]
 }
