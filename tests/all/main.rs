@@ -7,6 +7,7 @@
 mod support;
 
 mod conflicts;
+mod bundles;
 mod contract;
 mod door;
 mod durability;

@@ -83,6 +83,22 @@ pub enum ErrorCode {
     ConfigInvalid,
     #[serde(rename = "workspace_not_found")]
     WorkspaceNotFound,
+    /// A bundle import into a workspace that already holds data.
+    #[serde(rename = "workspace_not_empty")]
+    WorkspaceNotEmpty,
+    /// A bundle is malformed, truncated or hostile (bad entry names, links,
+    /// duplicates, sizes past the caps).
+    #[serde(rename = "bundle_invalid")]
+    BundleInvalid,
+    /// A bundle written by a newer format version.
+    #[serde(rename = "bundle_unsupported_version")]
+    BundleUnsupportedVersion,
+    /// A bundle's record names a blob the bundle does not hold.
+    #[serde(rename = "bundle_missing_blob")]
+    BundleMissingBlob,
+    /// A bundle entry's SHA-256 or size is not the manifest's.
+    #[serde(rename = "bundle_hash_mismatch")]
+    BundleHashMismatch,
     #[serde(rename = "STORE_LOCKED")]
     StoreLocked,
     #[serde(rename = "STORE_CORRUPT")]
@@ -129,6 +145,11 @@ impl ErrorCode {
         Self::ContextUnavailable,
         Self::ConfigInvalid,
         Self::WorkspaceNotFound,
+        Self::WorkspaceNotEmpty,
+        Self::BundleInvalid,
+        Self::BundleUnsupportedVersion,
+        Self::BundleMissingBlob,
+        Self::BundleHashMismatch,
         Self::StoreLocked,
         Self::StoreCorrupt,
         Self::StoreUnsupportedVersion,
@@ -218,6 +239,18 @@ impl ErrorCode {
             Self::WorkspaceNotFound => {
                 "create one with `mem-host init`, or point MEM_HOME / --workspace at one"
             }
+            Self::WorkspaceNotEmpty => {
+                "import into a new folder with `import FILE --into DIR`, or into an empty workspace"
+            }
+            Self::BundleInvalid => {
+                "the archive is damaged or not a mem-host bundle; export it again from the source workspace"
+            }
+            Self::BundleUnsupportedVersion => {
+                "upgrade mem-host to a version that reads this bundle format"
+            }
+            Self::BundleMissingBlob | Self::BundleHashMismatch => {
+                "the bundle was altered or damaged in transit; export it again from the source workspace"
+            }
             Self::StoreLocked => {
                 "another mem-host process holds this workspace; wait for it or stop it"
             }
@@ -266,7 +299,8 @@ impl ErrorCode {
             | Self::IdempotencyConflict
             | Self::VersionConflict
             | Self::CheckpointConflict
-            | Self::InvalidState => 409,
+            | Self::InvalidState
+            | Self::WorkspaceNotEmpty => 409,
             Self::PayloadTooLarge => 413,
             Self::MethodNotAllowed => 405,
             Self::UnknownMemoryType
@@ -274,7 +308,11 @@ impl ErrorCode {
             | Self::Unprocessable
             | Self::PluginRejected
             | Self::ConfigInvalid
-            | Self::PluginInvalid => 422,
+            | Self::PluginInvalid
+            | Self::BundleInvalid
+            | Self::BundleUnsupportedVersion
+            | Self::BundleMissingBlob
+            | Self::BundleHashMismatch => 422,
             Self::BudgetExceeded => 422,
             Self::QuotaExceeded => 429,
             Self::ProviderUnavailable | Self::StoreLocked => 503,
@@ -320,6 +358,14 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     (ErrorCode::ContextUnavailable, "context_unavailable"),
     (ErrorCode::ConfigInvalid, "config_invalid"),
     (ErrorCode::WorkspaceNotFound, "workspace_not_found"),
+    (ErrorCode::WorkspaceNotEmpty, "workspace_not_empty"),
+    (ErrorCode::BundleInvalid, "bundle_invalid"),
+    (
+        ErrorCode::BundleUnsupportedVersion,
+        "bundle_unsupported_version",
+    ),
+    (ErrorCode::BundleMissingBlob, "bundle_missing_blob"),
+    (ErrorCode::BundleHashMismatch, "bundle_hash_mismatch"),
     (ErrorCode::StoreLocked, "STORE_LOCKED"),
     (ErrorCode::StoreCorrupt, "STORE_CORRUPT"),
     (

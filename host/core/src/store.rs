@@ -77,6 +77,11 @@ impl Table {
             Table::Checkpoints => "checkpoints",
         }
     }
+
+    /// The table called `name` (bundles name tables by [`Table::name`]).
+    pub fn from_name(name: &str) -> Option<Table> {
+        Table::ALL.iter().copied().find(|t| t.name() == name)
+    }
 }
 
 /// Append-only logs; entries get a strictly increasing sequence number.
@@ -96,6 +101,10 @@ impl Log {
             Log::Events => "events",
             Log::Audit => "audit",
         }
+    }
+
+    pub fn from_name(name: &str) -> Option<Log> {
+        Log::ALL.iter().copied().find(|l| l.name() == name)
     }
 }
 
@@ -346,4 +355,21 @@ pub trait Store: Send + Sync {
 
     /// Bytes on disk, for status and benchmarks.
     fn size_on_disk(&self) -> Result<u64, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bundles name tables and logs by name: every one must come back.
+    #[test]
+    fn every_table_and_log_is_found_by_its_name() {
+        for t in Table::ALL {
+            assert_eq!(Table::from_name(t.name()), Some(*t));
+        }
+        for l in Log::ALL {
+            assert_eq!(Log::from_name(l.name()), Some(*l));
+        }
+        assert_eq!(Table::from_name("../files"), None);
+    }
 }

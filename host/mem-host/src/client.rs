@@ -5,6 +5,7 @@
 //! and gets the same answer. Either way the command is the same code.
 
 use crate::workspace::{self, Workspace};
+use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
@@ -12,8 +13,10 @@ use mem_core::model::FileRecord;
 use mem_core::{ErrorCode, MemError, MemResult};
 use mem_server::socket::{Answer, SOCKET_FILE};
 use mem_service::access::Access;
+use mem_service::bundle::{ExportReport, ImportReport};
 use mem_service::door::{Done, Operation};
 use mem_service::ops::admin::ImportDocument;
+use mem_service::ops::bundles::{ExportBundle, ImportBundle};
 use mem_service::ops::files::PutFileRequest;
 use mem_service::ops::memories::ItemResult;
 use mem_service::{PutFileResult, RememberOutcome};
@@ -121,6 +124,42 @@ impl Client {
                 serde_json::from_value(answer.value).map_err(|e| {
                     MemError::internal(format!("cannot read the server's answer: {e}"))
                 })
+            }
+        }
+    }
+
+    /// Writes a bundle of the workspace (or of `req.scope`) to `out`.
+    pub fn export_bundle(&self, req: ExportBundle, out: &mut dyn Write) -> MemResult<ExportReport> {
+        match self {
+            Client::Local(ws) => ws.service.caller(&Access::owner()).export_bundle(&req, out),
+            Client::Remote(_) => {
+                // The server's JSON answer carries the archive base64.
+                let mut report = self.run(req)?.value;
+                let b64 = report.bundle_base64.take().unwrap_or_default();
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(b64)
+                    .map_err(|e| {
+                        MemError::internal(format!("the server sent a bad bundle: {e}"))
+                    })?;
+                out.write_all(&bytes).map_err(|e| write_error(&e))?;
+                Ok(report)
+            }
+        }
+    }
+
+    /// Imports the bundle `input` streams into the workspace.
+    pub fn import_bundle(&self, input: &mut dyn Read) -> MemResult<ImportReport> {
+        match self {
+            Client::Local(ws) => ws.service.caller(&Access::owner()).import_bundle(input),
+            Client::Remote(_) => {
+                let mut bytes = Vec::new();
+                input
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| MemError::io("cannot read the bundle", &e))?;
+                let req = ImportBundle {
+                    content_base64: Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+                };
+                Ok(self.run(req)?.value)
             }
         }
     }

@@ -731,6 +731,14 @@ impl PluginHost for WasmPluginHost {
         self.info(self.manifest(name)?)
     }
 
+    fn package(&self, name: &str) -> MemResult<(PluginManifest, Vec<u8>)> {
+        let manifest = self.manifest(name)?;
+        let wasm = PluginDir::new(&self.root, name).read_wasm()?;
+        // What leaves the workspace is what was verified at install.
+        install::check_digest(&manifest, &wasm)?;
+        Ok((manifest, wasm))
+    }
+
     fn remove(&self, name: &str) -> MemResult<()> {
         self.manifest(name)?;
         let _guard = self.load_lock.lock();

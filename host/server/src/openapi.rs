@@ -61,6 +61,7 @@ fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &Workspac
     let body_fields: &[&str] = match route.kind {
         Kind::Upload => &["content", "content_base64"],
         Kind::DocumentIn => &["content"],
+        Kind::BundleIn => &["content_base64"],
         _ => &[],
     };
     if route.takes_query() {
@@ -104,6 +105,11 @@ fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &Workspac
                 "application/octet-stream": { "schema": { "type": "string", "format": "binary", "contentMediaType": "text/plain" } }
             }});
         }
+        Kind::BundleIn => {
+            op["requestBody"] = json!({ "required": true, "content": {
+                "application/octet-stream": { "schema": { "type": "string", "format": "binary", "contentMediaType": "application/zstd" } }
+            }});
+        }
         Kind::Json if !route.takes_query() => {
             let mut exclude = path_params.clone();
             exclude.extend_from_slice(body_fields);
@@ -122,6 +128,9 @@ fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &Workspac
     let ok_status = if route.created { "201" } else { "200" };
     let content = match route.kind {
         Kind::Download => json!({ "*/*": { "schema": { "type": "string" } } }),
+        Kind::BundleOut => json!({
+            "application/zstd": { "schema": { "type": "string", "format": "binary" } }
+        }),
         Kind::DocumentOut => json!({
             "text/markdown": { "schema": { "type": "string" } },
             "text/plain": { "schema": { "type": "string" } }

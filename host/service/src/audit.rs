@@ -16,7 +16,8 @@ use mem_core::{MemError, MemResult};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-const HEAD_KEY: &str = "audit_head";
+/// The chain head in `Table::Meta` (derived from the log: bundles leave it out).
+pub(crate) const HEAD_KEY: &str = "audit_head";
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Who acted. The local CLI owner is `human = "owner"`; agents name
@@ -198,6 +199,50 @@ impl Service {
         Ok(())
     }
 
+    /// Appends the audit entries of a bundle after this log's head. Each
+    /// keeps its content; it keeps its hashes too unless this log already
+    /// has entries (tokens created before the import), when it is linked
+    /// anew after them, so the chain verifies either way.
+    pub(crate) fn stage_imported_audit(
+        &self,
+        batch: &mut Batch,
+        entries: &[Vec<u8>],
+    ) -> MemResult<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let stored = load::<ChainHead>(self.store(), Table::Meta, HEAD_KEY)?;
+        let (mut head, raw) = match stored {
+            Some(s) => (s.value, Some(s.raw)),
+            None => (
+                ChainHead {
+                    count: 0,
+                    hash: GENESIS.into(),
+                },
+                None,
+            ),
+        };
+        let relink = head.count > 0;
+        for bytes in entries {
+            let mut e: AuditEntry = decode(Table::Meta, "audit entry of the bundle", bytes)?;
+            if relink {
+                e.seq = 0;
+                e.prev_hash = head.hash.clone();
+                e.hash = e.compute_hash()?;
+                batch.append(Log::Audit, encode(&e)?);
+            } else {
+                batch.append(Log::Audit, bytes.clone());
+            }
+            head = ChainHead {
+                count: head.count + 1,
+                hash: e.hash,
+            };
+        }
+        batch.expect(Table::Meta, HEAD_KEY, raw);
+        batch.put(Table::Meta, HEAD_KEY, encode(&head)?);
+        Ok(())
+    }
+
     /// Records an owner's administrative action (plugins, tokens, index,
     /// rebuilds) in a commit of its own.
     pub(crate) fn audit_admin(
@@ -228,7 +273,7 @@ impl Service {
         })
     }
 
-    fn audit_entries(&self) -> MemResult<Vec<AuditEntry>> {
+    pub(crate) fn audit_entries(&self) -> MemResult<Vec<AuditEntry>> {
         const PAGE: usize = 1024;
         let mut out = Vec::new();
         let mut after = 0;

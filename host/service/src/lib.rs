@@ -10,6 +10,7 @@ pub mod access;
 mod adapters;
 pub mod audit;
 mod budget;
+pub mod bundle;
 pub mod check;
 pub mod config;
 mod content;

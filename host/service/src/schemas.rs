@@ -145,5 +145,22 @@ pub fn public_schemas() -> Vec<(&'static str, Value)> {
             "resume-result",
             schema_of::<crate::handoff::ResumeResult>("resume-result", "mem-host resume result"),
         ),
+            "bundle-manifest",
+            schema_of::<crate::bundle::Manifest>("bundle-manifest", "mem-host bundle manifest"),
+        ),
+        (
+            "bundle-import-result",
+            schema_of::<crate::bundle::ImportReport>(
+                "bundle-import-result",
+                "mem-host bundle import result",
+            ),
+        ),
+        (
+            "bundle-verify-result",
+            schema_of::<crate::bundle::VerifyReport>(
+                "bundle-verify-result",
+                "mem-host bundle verify result",
+            ),
+        ),
     ]
 }

@@ -45,6 +45,28 @@ impl Settings {
         self.current.read().clone()
     }
 
+    /// The settings document as written (comments kept).
+    pub fn text(&self) -> MemResult<String> {
+        match &self.file {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| MemError::io(&format!("cannot read {}", path.display()), &e)),
+            None => toml::to_string(self.current().as_ref()).map_err(invalid),
+        }
+    }
+
+    /// Replaces the settings document with `text` (a bundle's) once it
+    /// parses and validates here; otherwise nothing changes.
+    pub fn replace(&self, text: &str) -> MemResult<Arc<WorkspaceConfig>> {
+        let _one = self.editing.lock();
+        let old = self.current();
+        let new = Arc::new(WorkspaceConfig::parse_in(text, &old.base_dir)?);
+        if let Some(path) = &self.file {
+            write_atomically(path, text.as_bytes())?;
+        }
+        *self.current.write() = new.clone();
+        Ok(new)
+    }
+
     /// Applies `change` to the settings document and makes the result the
     /// running configuration. Nothing changes when `change` fails or the
     /// result does not validate.

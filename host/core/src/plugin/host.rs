@@ -46,6 +46,15 @@ pub trait PluginHost: Send + Sync {
     /// World, requested vs granted capabilities, limits, failure counters.
     fn inspect(&self, name: &str) -> MemResult<PluginInfo>;
 
+    /// An installed plugin's manifest and component, as installed (what a
+    /// workspace bundle carries). A host that keeps no components says so.
+    fn package(&self, name: &str) -> MemResult<(PluginManifest, Vec<u8>)> {
+        Err(crate::MemError::new(
+            crate::ErrorCode::PluginFailed,
+            format!("this plugin runtime cannot hand out plugin '{name}'"),
+        ))
+    }
+
     /// Deletes the plugin folder (its `kv` namespace stays until the owner purges it).
     fn remove(&self, name: &str) -> MemResult<()>;
 

@@ -2,6 +2,7 @@
 //! service, render. Human-readable by default, `--format json` for
 //! machines (one JSON document, or one per line for bulk commands).
 
+mod bundle;
 mod files;
 mod govern;
 mod lines;
@@ -83,10 +84,14 @@ pub enum Command {
     Plugin(plugin::PluginCommand),
     /// Files by processing state, memories, index, budgets, plugin health.
     Status,
-    /// Import a document (CLAUDE.md, AGENTS.md) as memories through an adapter plugin.
+    /// Import a workspace bundle (into an empty workspace, or a new one with --into),
+    /// or with --path a document (CLAUDE.md, AGENTS.md) as memories through an adapter plugin.
     Import(plugin::ImportArgs),
-    /// Export memories of a path as a document through an adapter plugin.
+    /// Export the workspace as a bundle (--out FILE [--scope P]),
+    /// or with --path the memories of a path as a document through an adapter plugin.
     Export(plugin::ExportArgs),
+    /// Check a bundle's every entry, record and blob without importing it.
+    Verify(bundle::VerifyArgs),
     /// Every memory type with its role and fields.
     Types,
     /// Check memories and types for consistency (exit 1 on errors).
@@ -154,6 +159,8 @@ pub fn run(cli: Cli) -> MemResult<()> {
         Command::Model(c) => recall::model(&out, c),
         Command::Serve(a) => serve::serve(&ws_dir, a),
         Command::Mcp => mcp::mcp(&ws_dir),
+        Command::Verify(a) => bundle::verify(&out, a),
+        Command::Import(a) if a.path.is_none() && a.into.is_some() => bundle::import_into(&out, a),
         command => {
             let client = Client::open(&ws_dir)?;
             let c = &client;
@@ -188,7 +195,11 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 Command::Tasks(a) => tasks::tasks(c, &out, a),
                 Command::Checkpoints(a) => tasks::checkpoints(c, &out, a),
                 Command::Resume(a) => tasks::resume(c, &out, a),
-                Command::Init(_) | Command::Model(_) | Command::Serve(_) | Command::Mcp => Ok(()),
+                Command::Init(_)
+                | Command::Model(_)
+                | Command::Serve(_)
+                | Command::Mcp
+                | Command::Verify(_) => Ok(()),
             };
             // What the command's writes left for later (processing, the
             // index) is finished before the process exits.

@@ -227,36 +227,50 @@ pub fn status(c: &Client, out: &Out) -> MemResult<()> {
     })
 }
 
+/// `import FILE --path P` reads a document through an adapter;
+/// `import FILE [--into DIR]` (no `--path`) imports a workspace bundle.
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// The document (CLAUDE.md, AGENTS.md, ...).
+    /// The document (CLAUDE.md, AGENTS.md, ...), or a bundle `export --out` wrote.
     pub file: PathBuf,
-    /// The adapter plugin that reads it.
+    /// The adapter plugin that reads a document.
     #[arg(long, default_value = "agents-md")]
     pub adapter: String,
-    /// Where the memories go.
-    #[arg(long)]
-    pub path: String,
+    /// Where a document's memories go (a document import).
+    #[arg(long, conflicts_with = "into")]
+    pub path: Option<String>,
+    /// A bundle import into this folder: a new workspace is made there
+    /// (default: the workspace, which must be empty).
+    #[arg(long, value_name = "DIR")]
+    pub into: Option<PathBuf>,
 }
 
+/// `export --path P` renders a document through an adapter;
+/// `export --out FILE [--scope P]` writes a workspace bundle.
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
     /// The adapter plugin that writes the document.
     #[arg(long, default_value = "agents-md")]
     pub adapter: String,
-    /// Memories under this path are exported.
+    /// Memories under this path are exported as a document.
+    #[arg(long, conflicts_with = "scope")]
+    pub path: Option<String>,
+    /// A bundle holds only what lies under this path (default: everything).
     #[arg(long)]
-    pub path: String,
+    pub scope: Option<String>,
     /// Document name the adapter renders (e.g. AGENTS.md).
     #[arg(long, default_value = "AGENTS.md")]
     pub name: String,
-    /// Write here instead of stdout.
-    #[arg(short, long)]
+    /// Write here instead of stdout (a bundle: required).
+    #[arg(short, long, visible_alias = "out")]
     pub output: Option<PathBuf>,
 }
 
 /// `import`: one result line per entry, like `remember --jsonl`.
 pub fn import(c: &Client, out: &Out, a: ImportArgs) -> MemResult<()> {
+    let Some(path) = a.path else {
+        return super::bundle::import(c, out, &a.file);
+    };
     let bytes = std::fs::read(&a.file)
         .map_err(|e| MemError::io(&format!("cannot read {}", a.file.display()), &e))?;
     let name = a
@@ -266,7 +280,7 @@ pub fn import(c: &Client, out: &Out, a: ImportArgs) -> MemResult<()> {
         .unwrap_or_else(|| "document".into());
     let results = c.import_document(
         ImportDocument {
-            path: a.path,
+            path,
             adapter: Some(a.adapter),
             name: Some(name),
             content: None,
@@ -308,9 +322,12 @@ pub fn import(c: &Client, out: &Out, a: ImportArgs) -> MemResult<()> {
 }
 
 pub fn export(c: &Client, out: &Out, a: ExportArgs) -> MemResult<()> {
+    let Some(path) = a.path else {
+        return super::bundle::export(c, out, a.scope, a.output);
+    };
     let doc = c
         .run(ExportDocument {
-            path: a.path,
+            path,
             adapter: Some(a.adapter),
             name: Some(a.name),
         })?

@@ -250,11 +250,12 @@ fn api(state: &AppState) -> Router<AppState> {
             Kind::Json => {
                 json_route(route).layer(DefaultBodyLimit::max(state.opts.json_body_limit))
             }
-            Kind::Upload | Kind::DocumentIn => {
+            Kind::Upload | Kind::DocumentIn | Kind::BundleIn => {
                 raw::upload_route(route).layer(DefaultBodyLimit::disable())
             }
             Kind::Download => raw::download_route(route),
             Kind::DocumentOut => raw::export_route(route),
+            Kind::BundleOut => raw::bundle_route(route),
         };
         let entry = by_path.remove(route.path).unwrap_or_default();
         by_path.insert(route.path, entry.merge(handler));

@@ -18,6 +18,7 @@ use mem_core::MemError;
 use mem_service::access::Access;
 use mem_service::door::Done;
 use mem_service::ops::admin::{ExportDocument, ImportDocument};
+use mem_service::ops::bundles::{ExportBundle, ImportBundle, VerifyBundle};
 use mem_service::ops::files::PutFileRequest;
 use serde_json::Value;
 use std::io::Read;
@@ -65,6 +66,28 @@ pub(super) fn upload_route(route: Route) -> MethodRouter<AppState> {
                                     .map_err(|e| MemError::internal(e.to_string()))?,
                                 replayed: false,
                             }
+                        }
+                        Kind::BundleIn => {
+                            let reader = tokio_util::io::StreamReader::new(stream);
+                            let name = route.op.name;
+                            let result = call(&st, access, move |c| {
+                                let mut sync = tokio_util::io::SyncIoBridge::new(reader);
+                                let value = if name == "bundle.import" {
+                                    let _: ImportBundle = c.decode(Value::Object(args))?;
+                                    serde_json::to_value(c.import_bundle(&mut sync)?)
+                                } else {
+                                    let _: VerifyBundle = c.decode(Value::Object(args))?;
+                                    serde_json::to_value(c.verify_bundle(&mut sync)?)
+                                };
+                                value.map_err(|e| MemError::internal(e.to_string()))
+                            })
+                            .await;
+                            if over.load(Ordering::SeqCst) {
+                                return Err(super::too_large(true));
+                            }
+                            let value = result?;
+                            let replayed = value.get("replayed") == Some(&Value::Bool(true));
+                            Done { value, replayed }
                         }
                         _ => {
                             let reader = tokio_util::io::StreamReader::new(stream);
@@ -208,6 +231,112 @@ pub(super) fn export_route(route: Route) -> MethodRouter<AppState> {
                         "text/plain; charset=utf-8"
                     };
                     Ok::<_, ApiError>(([(header::CONTENT_TYPE, mime)], doc.content).into_response())
+                };
+                run.await.unwrap_or_else(IntoResponse::into_response)
+            }
+        },
+    )
+}
+
+/// Hands what a blocking writer writes to the response body, in chunks;
+/// says once when the first bytes (or the end) are there, so an error
+/// before that is still a JSON error answer.
+struct ChannelWriter {
+    tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+    started: Option<tokio::sync::oneshot::Sender<mem_core::MemResult<()>>>,
+    buf: Vec<u8>,
+}
+
+impl ChannelWriter {
+    fn send(&mut self) -> std::io::Result<()> {
+        if let Some(s) = self.started.take() {
+            let _ = s.send(Ok(()));
+        }
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = Bytes::from(std::mem::take(&mut self.buf));
+        self.tx
+            .blocking_send(Ok(chunk))
+            .map_err(|_| std::io::Error::other("the client went away"))
+    }
+}
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A workspace bundle, streamed as it is written.
+pub(super) fn bundle_route(route: Route) -> MethodRouter<AppState> {
+    let types = Arc::new(params::param_types(&route.op));
+    get(
+        move |State(st): State<AppState>,
+              Extension(access): Extension<Access>,
+              uri: Uri,
+              headers: HeaderMap| {
+            let types = types.clone();
+            async move {
+                let run = async {
+                    let args = request_args(&route, &types, Vec::new(), &uri, &headers, &[])?;
+                    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+                    let (started, first) = tokio::sync::oneshot::channel();
+                    let svc = st.svc.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let c = svc.caller(&access);
+                        let mut w = ChannelWriter {
+                            tx: tx.clone(),
+                            started: Some(started),
+                            buf: Vec::new(),
+                        };
+                        let result = c
+                            .decode::<ExportBundle>(Value::Object(args))
+                            .and_then(|req| c.export_bundle(&req, &mut w));
+                        match result {
+                            Ok(_) => {
+                                let _ = w.send();
+                            }
+                            Err(e) => match w.started.take() {
+                                Some(s) => {
+                                    let _ = s.send(Err(e));
+                                }
+                                // Bytes went out: the body ends in an error.
+                                None => {
+                                    let _ =
+                                        tx.blocking_send(Err(std::io::Error::other(e.to_string())));
+                                }
+                            },
+                        }
+                    });
+                    match first.await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => return Err(ApiError(e)),
+                        Err(_) => {
+                            return Err(ApiError(MemError::internal("the export worker failed")));
+                        }
+                    }
+                    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+                        rx.recv().await.map(|chunk| (chunk, rx))
+                    });
+                    let mut resp = Body::from_stream(stream).into_response();
+                    let h = resp.headers_mut();
+                    h.insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/zstd"),
+                    );
+                    h.insert(
+                        header::CONTENT_DISPOSITION,
+                        HeaderValue::from_static("attachment; filename=\"workspace.mem-bundle\""),
+                    );
+                    Ok::<_, ApiError>(resp)
                 };
                 run.await.unwrap_or_else(IntoResponse::into_response)
             }

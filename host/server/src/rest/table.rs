@@ -7,7 +7,7 @@
 //! POST takes them as a JSON body.
 
 use mem_service::door::{OpEntry, entry};
-use mem_service::ops::{admin, files, govern, memories, plugins, recall, tasks};
+use mem_service::ops::{admin, bundles, files, govern, memories, plugins, recall, tasks};
 use mem_service::{check, recall as rc, tokens};
 
 /// How a route's request and answer travel.
@@ -23,6 +23,10 @@ pub(crate) enum Kind {
     DocumentIn,
     /// A document's text as the raw answer (exports).
     DocumentOut,
+    /// A workspace bundle as the raw body (import, verify).
+    BundleIn,
+    /// A workspace bundle streamed as the raw answer (export).
+    BundleOut,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -452,5 +456,29 @@ pub(crate) fn routes() -> Vec<Route> {
             entry::<admin::ExportDocument>(),
         )
         .kind(Kind::DocumentOut),
+        route(
+            "get",
+            "/v1/bundle",
+            "exportBundle",
+            "Export the workspace (or a scope) as a bundle archive, streamed",
+            entry::<bundles::ExportBundle>(),
+        )
+        .kind(Kind::BundleOut),
+        route(
+            "post",
+            "/v1/bundle/import",
+            "importBundle",
+            "Import a bundle (the raw body) into this empty workspace, all or nothing",
+            entry::<bundles::ImportBundle>(),
+        )
+        .kind(Kind::BundleIn),
+        route(
+            "post",
+            "/v1/bundle/verify",
+            "verifyBundle",
+            "Check a bundle (the raw body) without importing it",
+            entry::<bundles::VerifyBundle>(),
+        )
+        .kind(Kind::BundleIn),
     ]
 }

@@ -4,7 +4,7 @@
 
 use super::{Caller, Done, Operation, Replay};
 use crate::access::Scope;
-use crate::ops::{admin, files, govern, memories, plugins, recall, tasks};
+use crate::ops::{admin, bundles, files, govern, memories, plugins, recall, tasks};
 use mem_core::{MemError, MemResult};
 use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;
@@ -120,6 +120,9 @@ static REGISTRY: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<admin::Reprocess>(),
         entry::<admin::ImportDocument>(),
         entry::<admin::ExportDocument>(),
+        entry::<bundles::ExportBundle>(),
+        entry::<bundles::ImportBundle>(),
+        entry::<bundles::VerifyBundle>(),
     ]
 });
 
