@@ -530,3 +530,50 @@ fn bundles_over_rest() {
     assert_eq!(target.run(&["audit", "verify"]).ok().json()["ok"], true);
     server.stop();
 }
+
+/// Checkpoints one task under `scope`; returns its head checkpoint id.
+fn checkpointed(ws: &Ws, task: &str, scope: &str, goal: &str) -> String {
+    let doc =
+        serde_json::json!({"version": "handoff.v1", "goal": goal, "next_steps": ["carry on"]});
+    let input = ws.write(&format!("{task}.json"), doc.to_string().as_bytes());
+    let out = ws
+        .run(&[
+            "checkpoint",
+            "--task",
+            task,
+            "--input",
+            p(&input),
+            "--idempotency-key",
+            task,
+            "--scope",
+            scope,
+        ])
+        .ok()
+        .json();
+    out["checkpoint"]["id"].as_str().unwrap().to_string()
+}
+
+/// Regression: a scoped export kept a task but none of its checkpoints
+/// (they carry no path of their own), so the imported task resumed nothing.
+#[test]
+fn tasks_travel_with_their_checkpoints_in_whole_and_scoped_bundles() {
+    let ws = Ws::new();
+    let docs = checkpointed(&ws, "docs-rewrite", "/docs", "Rewrite the docs");
+    checkpointed(&ws, "ops-move", "/ops", "Move ops");
+    for (scope, tasks) in [(None, 2), (Some("/docs"), 1)] {
+        let bundle = ws.path(&format!("tasks-{tasks}.mem-bundle"));
+        let mut args = vec!["export", "--out", p(&bundle)];
+        if let Some(s) = scope {
+            args.extend(["--scope", s]);
+        }
+        ws.run(&args).ok();
+        let copy = ws.path(&format!("tasks-copy-{tasks}"));
+        ws.run(&["import", p(&bundle), "--into", p(&copy)]).ok();
+        let listed = at(&ws, &copy, &["tasks"]).ok().json();
+        assert_eq!(listed["tasks"].as_array().unwrap().len(), tasks, "{listed}");
+        let resumed = at(&ws, &copy, &["resume", "docs-rewrite"]).ok().json();
+        assert_eq!(resumed["checkpoint"]["id"], docs.as_str(), "{resumed}");
+        assert_eq!(resumed["checkpoint"]["handoff"]["goal"], "Rewrite the docs");
+        at(&ws, &copy, &["checkpoint", "get", "docs-rewrite", &docs]).ok();
+    }
+}

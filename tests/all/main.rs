@@ -6,8 +6,8 @@
 
 mod support;
 
-mod conflicts;
 mod bundles;
+mod conflicts;
 mod contract;
 mod door;
 mod durability;

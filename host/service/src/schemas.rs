@@ -145,6 +145,7 @@ pub fn public_schemas() -> Vec<(&'static str, Value)> {
             "resume-result",
             schema_of::<crate::handoff::ResumeResult>("resume-result", "mem-host resume result"),
         ),
+        (
             "bundle-manifest",
             schema_of::<crate::bundle::Manifest>("bundle-manifest", "mem-host bundle manifest"),
         ),

@@ -55,7 +55,11 @@ impl Settings {
     ) -> Result<Self, PluginError> {
         let d = Self::default();
         let mut ages = Vec::new();
-        for pair in max_age_days.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        for pair in max_age_days
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
             let (kind, days) = pair
                 .split_once('=')
                 .ok_or_else(|| invalid(format!("max_age_days entry '{pair}' is not kind=days")))?;
@@ -64,14 +68,24 @@ impl Settings {
                 .parse()
                 .ok()
                 .filter(|d| *d >= 0)
-                .ok_or_else(|| invalid(format!("max_age_days for '{kind}' is not a whole number of days")))?;
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "max_age_days for '{kind}' is not a whole number of days"
+                    ))
+                })?;
             ages.push((kind.trim().to_string(), days));
         }
         let max_risk = match max_risk.map(str::trim) {
             None | Some("") => d.max_risk,
-            Some(level) => RISK_LEVELS.iter().position(|l| *l == level).ok_or_else(|| {
-                invalid(format!("max_risk '{level}' is not one of {}", RISK_LEVELS.join(", ")))
-            })?,
+            Some(level) => RISK_LEVELS
+                .iter()
+                .position(|l| *l == level)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "max_risk '{level}' is not one of {}",
+                        RISK_LEVELS.join(", ")
+                    ))
+                })?,
         };
         Ok(Self {
             max_age_days: ages,
@@ -96,16 +110,24 @@ impl Settings {
 
 /// The verdict on one item read at `now_ms`.
 pub fn judge(item: &ReadItem, now_ms: i64, s: &Settings) -> Verdict {
-    let deny = |code: &str, message: String| Verdict::new(Decision::Deny, vec![Reason::new(code, message)]);
+    let deny = |code: &str, message: String| {
+        Verdict::new(Decision::Deny, vec![Reason::new(code, message)])
+    };
     if item.lifecycle != "active" && !s.serve_inactive {
-        return deny("status_blocked", format!("the item is {}, not active", item.lifecycle));
+        return deny(
+            "status_blocked",
+            format!("the item is {}, not active", item.lifecycle),
+        );
     }
     if let Some((_, days)) = s.max_age_days.iter().find(|(k, _)| *k == item.kind) {
         let age_days = (now_ms - item.event_at_ms.unwrap_or(item.created_at_ms)) / DAY_MS;
         if age_days > *days {
             return deny(
                 "stale",
-                format!("a '{}' older than {days} days is stale (this one is {age_days})", item.kind),
+                format!(
+                    "a '{}' older than {days} days is stale (this one is {age_days})",
+                    item.kind
+                ),
             );
         }
     }
@@ -114,12 +136,18 @@ pub fn judge(item: &ReadItem, now_ms: i64, s: &Settings) -> Verdict {
         match RISK_LEVELS.iter().position(|l| *l == level.trim()) {
             Some(rank) if rank <= s.max_risk => {}
             Some(_) => {
-                return deny("risk_blocked", format!("risk '{level}' is above the served '{allowed}'"));
+                return deny(
+                    "risk_blocked",
+                    format!("risk '{level}' is above the served '{allowed}'"),
+                );
             }
             None => {
                 return deny(
                     "risk_blocked",
-                    format!("risk '{level}' is not a known level ({})", RISK_LEVELS.join(", ")),
+                    format!(
+                        "risk '{level}' is not a known level ({})",
+                        RISK_LEVELS.join(", ")
+                    ),
                 );
             }
         }
@@ -151,7 +179,10 @@ mod tests {
             event_at_ms: None,
             tags: vec![],
             source: None,
-            attributes: attrs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            attributes: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             pinned: false,
         }
     }
@@ -164,19 +195,40 @@ mod tests {
     fn age_per_kind_makes_an_item_stale() {
         let s = Settings::parse("task_state=30, observation = 365", None, None, false).unwrap();
         let now = 1_000 * DAY_MS;
-        assert_eq!(judge(&item("task_state", 31, &[]), now, &s).decision, Decision::Deny);
-        assert_eq!(code(&judge(&item("task_state", 31, &[]), now, &s)), Some("stale"));
-        assert_eq!(judge(&item("task_state", 29, &[]), now, &s).decision, Decision::Allow);
-        assert_eq!(judge(&item("fact", 900, &[]), now, &s).decision, Decision::Allow);
+        assert_eq!(
+            judge(&item("task_state", 31, &[]), now, &s).decision,
+            Decision::Deny
+        );
+        assert_eq!(
+            code(&judge(&item("task_state", 31, &[]), now, &s)),
+            Some("stale")
+        );
+        assert_eq!(
+            judge(&item("task_state", 29, &[]), now, &s).decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            judge(&item("fact", 900, &[]), now, &s).decision,
+            Decision::Allow
+        );
     }
 
     #[test]
     fn risk_above_the_served_level_is_blocked_and_unknown_levels_too() {
         let s = Settings::parse("", None, Some("medium"), false).unwrap();
         let now = 1_000 * DAY_MS;
-        assert_eq!(judge(&item("fact", 0, &[("risk", "low")]), now, &s).decision, Decision::Allow);
-        assert_eq!(code(&judge(&item("fact", 0, &[("risk", "high")]), now, &s)), Some("risk_blocked"));
-        assert_eq!(code(&judge(&item("fact", 0, &[("risk", "huge")]), now, &s)), Some("risk_blocked"));
+        assert_eq!(
+            judge(&item("fact", 0, &[("risk", "low")]), now, &s).decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            code(&judge(&item("fact", 0, &[("risk", "high")]), now, &s)),
+            Some("risk_blocked")
+        );
+        assert_eq!(
+            code(&judge(&item("fact", 0, &[("risk", "huge")]), now, &s)),
+            Some("risk_blocked")
+        );
     }
 
     #[test]
@@ -192,8 +244,21 @@ mod tests {
 
     #[test]
     fn bad_settings_are_refused_with_a_code() {
-        assert_eq!(Settings::parse("task_state", None, None, false).unwrap_err().code, "invalid_config");
-        assert_eq!(Settings::parse("x=-1", None, None, false).unwrap_err().code, "invalid_config");
-        assert_eq!(Settings::parse("", None, Some("extreme"), false).unwrap_err().code, "invalid_config");
+        assert_eq!(
+            Settings::parse("task_state", None, None, false)
+                .unwrap_err()
+                .code,
+            "invalid_config"
+        );
+        assert_eq!(
+            Settings::parse("x=-1", None, None, false).unwrap_err().code,
+            "invalid_config"
+        );
+        assert_eq!(
+            Settings::parse("", None, Some("extreme"), false)
+                .unwrap_err()
+                .code,
+            "invalid_config"
+        );
     }
 }

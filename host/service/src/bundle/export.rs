@@ -31,6 +31,16 @@ fn record_path(table: Table, key: &str, value: &[u8]) -> Option<String> {
     }
 }
 
+/// The task a `Table::Checkpoints` record belongs to: its key is
+/// `TASK\0SEQ`, or `#ID` with `TASK\0SEQ` as its value.
+fn checkpoint_task(key: &str, value: &[u8]) -> Option<String> {
+    let at = match key.strip_prefix('#') {
+        Some(_) => serde_json::from_slice::<String>(value).ok()?,
+        None => key.to_string(),
+    };
+    at.split_once('\0').map(|(task, _)| task.to_string())
+}
+
 fn within(path: Option<String>, scope: &VPath) -> bool {
     path.and_then(|p| VPath::parse(&p).ok())
         .is_some_and(|p| p.is_within(scope))
@@ -75,8 +85,10 @@ impl Service {
         let mut tables = Vec::new();
         let mut exported_files = HashSet::new();
         let mut exported_keys = HashSet::new();
+        let mut exported_tasks = HashSet::new();
         // Files before the tables keyed by file id (FileContent), so those
-        // follow their file under a scope.
+        // follow their file under a scope; checkpoints follow their task
+        // (`Table::ALL` lists tasks first).
         let mut order: Vec<Table> = Table::ALL.to_vec();
         order.sort_by_key(|t| *t != Table::Files);
         for table in order {
@@ -91,11 +103,20 @@ impl Service {
                     (_, None) => true,
                     (Table::Meta | Table::PluginKv, Some(_)) => false,
                     (Table::FileContent, Some(_)) => exported_files.contains(&key),
+                    (Table::Checkpoints, Some(_)) => {
+                        checkpoint_task(&key, &value).is_some_and(|t| exported_tasks.contains(&t))
+                    }
                     (_, Some(s)) => within(record_path(table, &key, &value), s),
                 };
                 if keep {
-                    if table == Table::Files {
-                        exported_files.insert(key.clone());
+                    match table {
+                        Table::Files => {
+                            exported_files.insert(key.clone());
+                        }
+                        Table::Tasks => {
+                            exported_tasks.insert(key.clone());
+                        }
+                        _ => {}
                     }
                     exported_keys.insert(key.clone());
                     records.push((key, value));

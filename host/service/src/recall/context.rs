@@ -13,8 +13,8 @@
 //! item leads its lane (and the role stage keeps it first), but keeps its
 //! role's lane. `missing` also names query terms nothing packed answers.
 
-use super::read_gate::Facts;
 use super::conflict::{PackConflict, conflict_reason, pack_conflicts};
+use super::read_gate::Facts;
 use super::{SearchHit, SearchQuery, filters_of};
 use crate::Service;
 use crate::records::load;
@@ -350,8 +350,6 @@ impl Service {
         } else {
             None
         })
-    }
-
     }
 
     /// Builds a cited, budgeted context pack.
