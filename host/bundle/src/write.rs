@@ -77,9 +77,12 @@ fn encode_lines<T: serde::Serialize>(
     Ok(out)
 }
 
+/// Named documents of an archive, in the order they are written.
+type Documents = Vec<(String, Vec<u8>)>;
+
 /// The manifest and the in-memory entries of `c`, in archive order.
-fn plan(c: &Contents, created_at: &str) -> Result<(Manifest, Vec<(String, Vec<u8>)>), BundleError> {
-    let mut docs: Vec<(String, Vec<u8>)> = vec![(EntryName::Settings.path(), c.settings.clone())];
+fn plan(c: &Contents, created_at: &str) -> Result<(Manifest, Documents), BundleError> {
+    let mut docs: Documents = vec![(EntryName::Settings.path(), c.settings.clone())];
     let mut counts = Counts::default();
     let mut records = Vec::new();
     for t in &c.tables {

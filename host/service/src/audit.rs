@@ -155,23 +155,30 @@ pub struct AuditVerification {
 }
 
 impl Service {
+    /// The chain's head (genesis for an empty log) and its stored bytes,
+    /// for the compare-and-swap that appends after it.
+    fn chain_head(&self) -> MemResult<(ChainHead, Option<Vec<u8>>)> {
+        Ok(
+            match load::<ChainHead>(self.store(), Table::Meta, HEAD_KEY)? {
+                Some(s) => (s.value, Some(s.raw)),
+                None => (
+                    ChainHead {
+                        count: 0,
+                        hash: GENESIS.into(),
+                    },
+                    None,
+                ),
+            },
+        )
+    }
+
     /// Chains `drafts` after the current head and adds them to `batch`,
     /// with a compare-and-swap on the head so concurrent writers retry.
     pub(crate) fn seal_audit(&self, batch: &mut Batch, drafts: Vec<AuditDraft>) -> MemResult<()> {
         if drafts.is_empty() {
             return Ok(());
         }
-        let stored = load::<ChainHead>(self.store(), Table::Meta, HEAD_KEY)?;
-        let (mut head, raw) = match stored {
-            Some(s) => (s.value, Some(s.raw)),
-            None => (
-                ChainHead {
-                    count: 0,
-                    hash: GENESIS.into(),
-                },
-                None,
-            ),
-        };
+        let (mut head, raw) = self.chain_head()?;
         for d in drafts {
             let mut entry = AuditEntry {
                 seq: 0,
@@ -211,17 +218,7 @@ impl Service {
         if entries.is_empty() {
             return Ok(());
         }
-        let stored = load::<ChainHead>(self.store(), Table::Meta, HEAD_KEY)?;
-        let (mut head, raw) = match stored {
-            Some(s) => (s.value, Some(s.raw)),
-            None => (
-                ChainHead {
-                    count: 0,
-                    hash: GENESIS.into(),
-                },
-                None,
-            ),
-        };
+        let (mut head, raw) = self.chain_head()?;
         let relink = head.count > 0;
         for bytes in entries {
             let mut e: AuditEntry = decode(Table::Meta, "audit entry of the bundle", bytes)?;
