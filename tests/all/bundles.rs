@@ -277,12 +277,15 @@ fn a_scoped_export_holds_only_what_lies_under_the_scope() {
     assert!(!hits["hits"].as_array().unwrap().is_empty(), "{hits}");
 }
 
+/// A bundle's archive entries: (name, bytes), in archive order.
+type Entries = Vec<(String, Vec<u8>)>;
+
 /// Rewrites the bundle at `from` through `f` on its (name, bytes) entries.
-fn tampered(from: &Path, to: &Path, f: impl FnOnce(&mut Vec<(String, Vec<u8>)>)) -> PathBuf {
+fn tampered(from: &Path, to: &Path, f: impl FnOnce(&mut Entries)) -> PathBuf {
     let bytes = std::fs::read(from).unwrap();
     let tar_bytes = zstd::decode_all(&bytes[..]).unwrap();
     let mut archive = tar::Archive::new(&tar_bytes[..]);
-    let mut entries: Vec<(String, Vec<u8>)> = archive
+    let mut entries: Entries = archive
         .entries()
         .unwrap()
         .map(|e| {
@@ -320,7 +323,7 @@ fn an_import_that_cannot_be_done_changes_nothing() {
     populated(&ws);
     let bundle = ws.path("ws.mem-bundle");
     ws.run(&["export", "--out", p(&bundle)]).ok();
-    let bad = |name: &str, f: Box<dyn FnOnce(&mut Vec<(String, Vec<u8>)>)>| {
+    let bad = |name: &str, f: Box<dyn FnOnce(&mut Entries)>| {
         tampered(&bundle, &ws.path(&format!("t-{name}")), f)
     };
     let cases: Vec<(PathBuf, &str)> = vec![
