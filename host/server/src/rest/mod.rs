@@ -282,6 +282,7 @@ pub(crate) fn app(state: AppState, cancel: tokio_util::sync::CancellationToken) 
         ));
     Router::new()
         .merge(authed)
+        .merge(crate::web::router())
         .route(
             "/v1/openapi.json",
             axum::routing::get(move || {
