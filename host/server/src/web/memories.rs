@@ -127,7 +127,7 @@ async fn ledger(
     };
     let write = if s.can(Scope::Write) {
         format!(
-            r#"<section aria-labelledby="new-h"><h2 id="new-h">Remember</h2><form method="post" action="/memories" class="stack">{csrf}<label>Content<textarea name="content" required rows="3"></textarea></label>{kind}{path}<button type="submit">Remember</button></form></section>"#,
+            r#"<section aria-labelledby="new-h"><h2 id="new-h">Remember</h2><form method="post" action="/memories" class="stack" id="remember">{csrf}<label>Content<textarea name="content" required rows="3"></textarea></label>{kind}{path}<button type="submit">Remember</button></form></section>"#,
             csrf = s.csrf_field(),
             kind = input("kind", "Type", "fact", "required"),
             path = input("path", "Folder", "/", "required"),
