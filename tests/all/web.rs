@@ -281,7 +281,7 @@ fn a_person_walks_the_page_in_a_real_browser() {
     );
     b.goto(&srv.url("/drive"));
     b.type_into("input[type=file]", crate::support::p(&md));
-    b.click("form.upload button[type=submit]");
+    b.submit("form.upload button[type=submit]");
     b.wait_for("#index-status[data-status=done]", Duration::from_secs(60));
     assert!(b.text("h1").contains("runbook.md"));
     shot("02-file-processed");
@@ -296,7 +296,7 @@ fn a_person_walks_the_page_in_a_real_browser() {
         "The queue worker restarts cleanly at night",
     );
     b.type_into("#remember input[name=path]", "/ops");
-    b.click("#remember button[type=submit]");
+    b.submit("#remember button[type=submit]");
     assert!(b.url().contains("/memories/mem"), "{}", b.source());
     assert!(b.text("blockquote.content").contains("restarts cleanly"));
     let memory_url = b.url();
@@ -306,10 +306,10 @@ fn a_person_walks_the_page_in_a_real_browser() {
     b.goto(&srv.url("/search?q=queue+worker"));
     assert!(!b.all("li.hit").is_empty(), "{}", b.source());
     shot("05-search");
-    b.click("a[href^='/context?q=']");
+    b.submit("a[href^='/context?q=']");
     assert!(!b.all("a.cite").is_empty(), "{}", b.source());
     shot("06-context");
-    b.click("a.cite");
+    b.submit("a.cite");
     assert!(
         b.url().contains("/memories/") || b.url().contains("/drive/file"),
         "{}",
@@ -324,22 +324,22 @@ fn a_person_walks_the_page_in_a_real_browser() {
     );
     b.type_into("#remember input[name=kind]", "decision");
     b.type_into("#remember input[name=path]", "/ops");
-    b.click("#remember button[type=submit]");
+    b.submit("#remember button[type=submit]");
     assert!(b.url().contains("/review/"), "{}", b.url());
     assert!(b.source().contains("We freeze deploys in December"));
     shot("07-proposal");
-    b.click("form[action$='/approve'] button");
+    b.submit("form[action$='/approve'] button");
     assert!(b.text("main").contains("approved"), "{}", b.source());
     b.goto(&srv.url("/review"));
     assert!(b.text("main").contains("Nothing waits"));
 
     // Forget a memory through the confirmation.
     b.goto(&memory_url);
-    b.click("a.danger");
+    b.submit("a.danger");
     shot("08-forget-confirm");
     b.type_into("textarea[name=reason]", "wrong about the schedule");
     b.click("input[name=confirm]");
-    b.click("form[action$='/forget'] button[type=submit]");
+    b.submit("form[action$='/forget'] button[type=submit]");
     assert!(b.text("main").contains("Forgotten"), "{}", b.source());
     assert!(!b.source().contains("restarts cleanly"));
 
@@ -361,12 +361,12 @@ fn a_person_walks_the_page_in_a_real_browser() {
     b.resize(1280, 800);
 
     // A read-only token sees no write controls.
-    b.click("form[action='/signout'] button");
+    b.submit("form[action='/signout'] button");
     token(&ws, "viewer", "read,search", &[]);
     b.goto(&link(&ws, &srv, &["--token", "viewer"]));
     b.goto(&srv.url("/memories?lifecycle=all"));
     assert!(b.all("textarea").is_empty());
-    b.click("table.ledger a");
+    b.submit("table.ledger a");
     assert!(b.all("div.actions").is_empty(), "{}", b.source());
     shot("12-read-only");
 

@@ -90,7 +90,8 @@ impl Browser {
         b
     }
 
-    fn send(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+    /// One command; the error document when the driver refuses it.
+    fn try_send(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, Value> {
         let url = if path == "/session" {
             format!("{}{path}", self.base)
         } else {
@@ -108,8 +109,35 @@ impl Browser {
         let mut resp = resp.unwrap();
         let status = resp.status().as_u16();
         let v: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
-        assert!(status < 400, "webdriver {method} {path}: {v}");
-        v["value"].clone()
+        if status < 400 {
+            Ok(v["value"].clone())
+        } else {
+            Err(v["value"].clone())
+        }
+    }
+
+    fn send(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        self.try_send(method, path, body)
+            .unwrap_or_else(|e| panic!("webdriver {method} {path}: {e}"))
+    }
+
+    /// Runs a command on the element `css` names, finding it again when
+    /// the page changed under it (a reload, a redirect landing).
+    fn on(&self, css: &str, method: &str, what: &str, body: Option<Value>) -> Value {
+        for _ in 0..50 {
+            let Some(e) = self.all(css).into_iter().next() else {
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            };
+            match self.try_send(method, &format!("/element/{e}{what}"), body.clone()) {
+                Ok(v) => return v,
+                Err(err) if err["error"] == "stale element reference" => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(err) => panic!("webdriver {what} on {css}: {err}"),
+            }
+        }
+        panic!("no element {css} on {}:\n{}", self.url(), self.source())
     }
 
     pub fn goto(&self, url: &str) {
@@ -159,23 +187,35 @@ impl Browser {
     }
 
     pub fn click(&self, css: &str) {
-        let e = self.find(css);
-        self.send("post", &format!("/element/{e}/click"), None);
+        self.on(css, "post", "/click", None);
+    }
+
+    /// Clicks what leaves this page (a link, a submit button) and waits
+    /// until the next page replaced it.
+    pub fn submit(&self, css: &str) {
+        let old = self.find("html");
+        self.click(css);
+        let started = Instant::now();
+        while self
+            .try_send("get", &format!("/element/{old}/name"), None)
+            .is_ok()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{css} did not leave {}",
+                self.url()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     pub fn type_into(&self, css: &str, text: &str) {
-        let e = self.find(css);
-        self.send("post", &format!("/element/{e}/clear"), None);
-        self.send(
-            "post",
-            &format!("/element/{e}/value"),
-            Some(json!({ "text": text })),
-        );
+        self.on(css, "post", "/clear", None);
+        self.on(css, "post", "/value", Some(json!({ "text": text })));
     }
 
     pub fn text(&self, css: &str) -> String {
-        let e = self.find(css);
-        self.send("get", &format!("/element/{e}/text"), None)
+        self.on(css, "get", "/text", None)
             .as_str()
             .unwrap()
             .to_string()
