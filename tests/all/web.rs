@@ -218,7 +218,9 @@ fn a_read_only_token_is_offered_no_writes_and_refused_them() {
         ],
     );
     assert_eq!(code, 403);
-    assert_eq!(get_page(&srv, &cookie, "/review").0, 403);
+    for admin_only in ["/review", "/audit", "/tokens", "/plugins"] {
+        assert_eq!(get_page(&srv, &cookie, admin_only).0, 403, "{admin_only}");
+    }
     // Revoking the token ends its session.
     ws.run(&["token", "revoke", "viewer"]).ok();
     assert_eq!(get_page(&srv, &cookie, "/memories").0, 401);
@@ -352,12 +354,54 @@ fn a_person_walks_the_page_in_a_real_browser() {
     );
     shot("09-audit");
     b.goto(&srv.url("/status"));
-    shot("10-status");
+    shot("09-status");
+
+    // A task's checkpoints and what resuming it hands an agent.
+    let doc = serde_json::json!({
+        "version": "handoff.v1",
+        "goal": "Move ops to the blue pipeline",
+        "next_steps": ["switch the DNS"],
+    });
+    let input = ws.write("h.json", doc.to_string().as_bytes());
+    ws.run(&[
+        "checkpoint",
+        "--task",
+        "ops-move",
+        "--input",
+        crate::support::p(&input),
+        "--idempotency-key",
+        "c1",
+        "--scope",
+        "/ops",
+    ])
+    .ok();
+    b.goto(&srv.url("/tasks"));
+    b.submit("a[href^='/tasks/task?key=ops-move']");
+    let task = b.text("main");
+    assert!(
+        task.contains("Resume preview") && task.contains("switch the DNS"),
+        "{task}"
+    );
+    shot("10-task");
+
+    // Plugins with their capabilities; a token created (its secret shown
+    // once) and revoked.
+    b.goto(&srv.url("/plugins"));
+    shot("11-plugins");
+    b.goto(&srv.url("/tokens"));
+    b.type_into("#new-token input[name=name]", "ci-bot");
+    b.submit("#new-token button[type=submit]");
+    assert!(b.text("#secret").starts_with("memtok_"), "{}", b.source());
+    shot("12-token-created");
+    b.submit("form[action='/tokens/revoke'] button");
+    assert!(b.text("main").contains("revoked"), "{}", b.source());
+    let listed = ws.run(&["token", "list"]).ok().json();
+    assert!(listed[0]["revoked_at"].is_string(), "{listed}");
 
     // Readable on a phone.
     b.resize(390, 844);
     b.goto(&srv.url("/memories?lifecycle=all"));
-    shot("11-memories-phone");
+    shot("13-memories-phone");
     b.resize(1280, 800);
 
     // A read-only token sees no write controls.
@@ -368,7 +412,7 @@ fn a_person_walks_the_page_in_a_real_browser() {
     assert!(b.all("textarea").is_empty());
     b.submit("table.ledger a");
     assert!(b.all("div.actions").is_empty(), "{}", b.source());
-    shot("12-read-only");
+    shot("14-read-only");
 
     // A forged POST with the browser's own session cookie is refused.
     let cookie = b

@@ -84,6 +84,9 @@ const NAV: &[(&str, &str, Scope)] = &[
     ("/review", "Review", Scope::Admin),
     ("/audit", "Audit", Scope::Admin),
     ("/drive", "Drive", Scope::Read),
+    ("/tasks", "Tasks", Scope::Read),
+    ("/plugins", "Plugins", Scope::Admin),
+    ("/tokens", "Tokens", Scope::Admin),
     ("/status", "Status", Scope::Read),
 ];
 

@@ -5,6 +5,7 @@
 //! SameSite=Strict, every POST carries the session's CSRF token and a
 //! same-origin `Origin`, and every response a strict CSP.
 
+mod admin;
 mod audit;
 mod drive;
 mod html;
@@ -12,6 +13,7 @@ mod memories;
 mod recall;
 mod review;
 mod status;
+mod tasks;
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -60,6 +62,8 @@ pub(crate) fn router() -> Router<AppState> {
         .merge(audit::routes())
         .merge(drive::routes())
         .merge(status::routes())
+        .merge(tasks::routes())
+        .merge(admin::routes())
         .layer(middleware::from_fn(security_headers))
 }
 
