@@ -289,6 +289,18 @@ fn a_person_walks_the_page_in_a_real_browser() {
     shot("02-file-processed");
     b.goto(&srv.url("/drive"));
     assert!(b.source().contains("runbook.md"));
+    // Folder rules: create, move into it, and a refused move shown as its error.
+    b.type_into("#mkdir input[name=name]", "ops");
+    b.submit("#mkdir button");
+    b.type_into("#move input[name=from]", "/runbook.md");
+    b.type_into("#move input[name=to]", "/ops/runbook.md");
+    b.submit("#move button");
+    assert!(b.source().contains("ops/"), "{}", b.source());
+    b.type_into("#move input[name=from]", "/ops");
+    b.type_into("#move input[name=to]", "/ops/inner");
+    b.submit("#move button");
+    assert!(b.all("section.error .code").len() == 1, "{}", b.source());
+    b.goto(&srv.url("/drive"));
     shot("03-drive");
 
     // Write a memory.

@@ -16,7 +16,7 @@ use base64::Engine;
 use mem_core::MemError;
 use mem_service::access::Scope;
 use mem_service::ops::admin::Reprocess;
-use mem_service::ops::files::{ListFolder, PutFileRequest, ReadFile};
+use mem_service::ops::files::{ListFolder, Mkdir, Move, PutFileRequest, ReadFile, Remove};
 use serde_json::json;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -30,6 +30,9 @@ pub(super) fn routes() -> Router<AppState> {
         )
         .route("/drive/file", get(file))
         .route("/drive/reprocess", post(reprocess))
+        .route("/drive/mkdir", post(mkdir))
+        .route("/drive/move", post(move_entry))
+        .route("/drive/remove", post(remove))
 }
 
 /// `/a/b` as links to `/`, `/a`, `/a/b`.
@@ -110,7 +113,34 @@ async fn folder(
     } else {
         String::new()
     };
-    s.page("Drive", &format!("{}{table}{upload}", crumbs(&path)))
+    let manage = if s.can(Scope::Write) {
+        format!(
+            r#"<section aria-labelledby="org-h"><h2 id="org-h">Organise</h2>
+<form method="post" action="/drive/mkdir" class="filters" id="mkdir">{csrf}<input type="hidden" name="folder" value="{folder}">{name}<button type="submit">Create folder</button></form>
+<form method="post" action="/drive/move" class="filters" id="move">{csrf}<input type="hidden" name="folder" value="{folder}">{from}{to}<button type="submit">Move or rename</button></form>{remove}</section>"#,
+            csrf = s.csrf_field(),
+            folder = esc(&path),
+            name = super::html::input("name", "New folder name", "", "required"),
+            from = super::html::input("from", "From (path)", "", "required"),
+            to = super::html::input("to", "To (path)", "", "required"),
+            remove = if s.can(Scope::Delete) {
+                format!(
+                    r#"<form method="post" action="/drive/remove" class="filters" id="remove">{csrf}<input type="hidden" name="folder" value="{folder}">{target}<label class="check"><input type="checkbox" name="recursive" value="true"> with everything inside</label><button type="submit" class="danger">Remove</button></form>"#,
+                    csrf = s.csrf_field(),
+                    folder = esc(&path),
+                    target = super::html::input("target", "Remove (path)", "", "required"),
+                )
+            } else {
+                String::new()
+            },
+        )
+    } else {
+        String::new()
+    };
+    s.page(
+        "Drive",
+        &format!("{}{table}{upload}{manage}", crumbs(&path)),
+    )
 }
 
 /// Reads the upload form: the CSRF token, the folder, then the file.
@@ -249,4 +279,41 @@ async fn reprocess(State(st): State<AppState>, f: super::WebForm) -> Response {
         Ok(_) => see(&format!("/drive/file?target={}", qp(&target))),
         Err(e) => f.session.fail("Retry", &e),
     }
+}
+
+/// Back to the folder the form was on, or its error (the folder rules').
+async fn organise<O: mem_service::door::Operation>(
+    st: &AppState,
+    f: &super::WebForm,
+    args: serde_json::Value,
+    title: &str,
+) -> Response {
+    let folder = f.get("folder").unwrap_or("/").to_string();
+    match f.session.run::<O>(st, args).await {
+        Ok(_) => see(&format!("/drive?path={}", qp(&folder))),
+        Err(e) => f.session.fail(title, &e),
+    }
+}
+
+async fn mkdir(State(st): State<AppState>, f: super::WebForm) -> Response {
+    let folder = f.get("folder").unwrap_or("/");
+    let path = format!(
+        "{}/{}",
+        folder.trim_end_matches('/'),
+        f.get("name").unwrap_or("").trim()
+    );
+    organise::<Mkdir>(&st, &f, json!({ "path": path }), "Create folder").await
+}
+
+async fn move_entry(State(st): State<AppState>, f: super::WebForm) -> Response {
+    let args = json!({ "from": f.get("from").unwrap_or(""), "to": f.get("to").unwrap_or("") });
+    organise::<Move>(&st, &f, args, "Move").await
+}
+
+async fn remove(State(st): State<AppState>, f: super::WebForm) -> Response {
+    let args = json!({
+        "target": f.get("target").unwrap_or(""),
+        "recursive": f.get("recursive") == Some("true"),
+    });
+    organise::<Remove>(&st, &f, args, "Remove").await
 }
