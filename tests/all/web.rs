@@ -226,6 +226,51 @@ fn a_read_only_token_is_offered_no_writes_and_refused_them() {
     assert_eq!(get_page(&srv, &cookie, "/memories").0, 401);
 }
 
+#[test]
+fn the_ledger_pages_with_cursors_and_escapes_what_it_shows() {
+    let ws = Ws::new();
+    let lines: String = (0..53)
+        .map(|i| {
+            format!(
+                "{}\n",
+                serde_json::json!({
+                    "content": format!("<b>note {i}</b>"), "kind": "fact",
+                    "path": "/p", "idempotency_key": format!("k{i}"),
+                })
+            )
+        })
+        .collect();
+    let file = ws.write("m.jsonl", lines.as_bytes());
+    ws.run(&["remember", "--jsonl", crate::support::p(&file)])
+        .ok();
+    let srv = Server::start(&ws, &[]);
+    let (cookie, _) = sign_in(&link(&ws, &srv, &[]));
+    let (_, first) = get_page(&srv, &cookie, "/memories?path=%2Fp");
+    assert_eq!(first.matches("<tr><td>").count(), 50);
+    assert!(
+        first.contains("&lt;b&gt;note 52&lt;/b&gt;"),
+        "newest first, escaped"
+    );
+    assert!(!first.contains("<b>note"), "no markup from content");
+    let at = first.find(r#"rel="next" href=""#).expect("a next page");
+    let rest = &first[at + r#"rel="next" href=""#.len()..];
+    let next = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+    assert!(
+        next.contains("path=%2Fp") && next.contains("cursor="),
+        "{next}"
+    );
+    let (_, second) = get_page(&srv, &cookie, &next);
+    assert_eq!(second.matches("<tr><td>").count(), 3);
+    assert!(second.contains("note 0") && !second.contains("rel=\"next\""));
+    // A forged cursor is the operation's structured error, not a 500.
+    let (code, bad) = get_page(&srv, &cookie, "/memories?cursor=nope");
+    assert_eq!(code, 400);
+    assert!(
+        bad.contains("bad_request") && bad.contains("/cursor"),
+        "{bad}"
+    );
+}
+
 fn artifacts() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .parent()
