@@ -221,6 +221,20 @@ fn a_read_only_token_is_offered_no_writes_and_refused_them() {
     for admin_only in ["/review", "/audit", "/tokens", "/plugins"] {
         assert_eq!(get_page(&srv, &cookie, admin_only).0, 403, "{admin_only}");
     }
+    // Exporting a bundle is the owner's act: refused to the reader.
+    assert_eq!(get_page(&srv, &cookie, "/tasks/bundle").0, 403);
+    let (owner, _) = sign_in(&link(&ws, &srv, &[]));
+    let mut r = no_redirects()
+        .get(&srv.url("/tasks/bundle?scope=%2Fops"))
+        .header("cookie", &owner)
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.headers()["content-type"], "application/zstd");
+    let bytes = r.body_mut().read_to_vec().unwrap();
+    let bundle = ws.write("ops.mem-bundle", &bytes);
+    let verified = ws.run(&["verify", crate::support::p(&bundle)]).ok().json();
+    assert_eq!(verified["ok"], true, "{verified}");
     // Revoking the token ends its session.
     ws.run(&["token", "revoke", "viewer"]).ok();
     assert_eq!(get_page(&srv, &cookie, "/memories").0, 401);

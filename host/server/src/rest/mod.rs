@@ -5,7 +5,7 @@
 //! same table.
 
 mod params;
-mod raw;
+pub(crate) mod raw;
 pub(crate) mod table;
 
 use crate::error::ApiError;

@@ -6,8 +6,9 @@ use super::html::{esc, field, next_link, qp, text};
 use crate::AppState;
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use mem_service::access::Scope;
 use mem_service::ops::tasks::{ListCheckpoints, ListTasks, ResumeTask};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -17,6 +18,7 @@ pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/tasks", get(list))
         .route("/tasks/task", get(show))
+        .route("/tasks/bundle", get(bundle))
 }
 
 async fn list(
@@ -55,7 +57,36 @@ async fn list(
             next_link("/tasks", &page["next_cursor"])
         )
     };
-    s.page("Tasks", &body)
+    let export = if s.can(Scope::Admin) {
+        format!(
+            r#"<section aria-labelledby="bundle-h"><h2 id="bundle-h">Export a bundle</h2><p>The workspace (or one folder) as a bundle another machine imports with <code>mem-host import</code>.</p><form method="get" action="/tasks/bundle" class="filters" id="bundle">{}<button type="submit">Download the bundle</button></form></section>"#,
+            super::html::input(
+                "scope",
+                "Folder (empty: everything)",
+                "",
+                r#"placeholder="/""#
+            )
+        )
+    } else {
+        String::new()
+    };
+    s.page("Tasks", &format!("{body}{export}"))
+}
+
+/// The bundle as a download, through the same export as `GET /v1/bundle`.
+async fn bundle(
+    s: Session,
+    State(st): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let mut args = Map::new();
+    if let Some(scope) = q.get("scope").map(|v| v.trim()).filter(|v| !v.is_empty()) {
+        args.insert("scope".into(), scope.into());
+    }
+    match crate::rest::raw::export_bundle(&st, s.access.clone(), Value::Object(args)).await {
+        Ok(r) => r.into_response(),
+        Err(e) => s.fail("Export a bundle", &e.0),
+    }
 }
 
 fn bullets(v: &Value) -> String {
