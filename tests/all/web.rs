@@ -11,10 +11,9 @@ use std::time::Duration;
 fn link(ws: &Ws, srv: &Server, extra: &[&str]) -> String {
     let mut args = vec!["web", "--url", &srv.base];
     args.extend_from_slice(extra);
-    ws.run(&args).ok().json()["url"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    let out = ws.run(&args).ok().json();
+    crate::schemas::assert_valid("web-signin", &out);
+    out["url"].as_str().unwrap().to_string()
 }
 
 fn no_redirects() -> ureq::Agent {

@@ -62,6 +62,17 @@ pub struct SignIn {
     pub token: Option<String>,
 }
 
+/// What `mem-host web` prints: the sign-in link itself, until when it
+/// works, and the token it signs in as (absent: the owner).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SignInLink {
+    /// `{server}/signin/{nonce}`: open it once.
+    pub url: String,
+    pub expires_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
 /// An open session: the cookie's value and the CSRF token of its forms.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebSession {

@@ -103,30 +103,21 @@ pub struct WebArgs {
     pub url: String,
 }
 
-/// What `mem-host web` prints: the link, whose access it carries, until when.
-#[derive(Debug, serde::Serialize)]
-struct SignInLink {
-    url: String,
-    expires_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    token: Option<String>,
-}
-
 /// A one-time sign-in link: the nonce is stored (hashed) in the workspace,
 /// through the running server's socket when it holds the workspace.
 pub fn web(client: &Client, out: &Out, a: WebArgs) -> MemResult<()> {
     let s = client
         .run(mem_service::ops::web::WebSignIn { token: a.token })?
         .value;
-    let link = SignInLink {
+    let link = mem_service::web::SignInLink {
         url: format!("{}/signin/{}", a.url.trim_end_matches('/'), s.nonce),
-        expires_at: mem_core::time::to_rfc3339(&s.expires_at),
+        expires_at: s.expires_at,
         token: s.token,
     };
     out.emit(&link, |l| {
         format!(
             "open this link once, before {}, to sign in as {}:\n{}",
-            l.expires_at,
+            mem_core::time::to_rfc3339(&l.expires_at),
             l.token
                 .as_deref()
                 .map(|t| format!("token {t}"))
