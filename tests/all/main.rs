@@ -22,3 +22,5 @@ mod recall;
 mod rest;
 mod schemas;
 mod store_errors;
+mod web;
+mod webdriver;

@@ -7,7 +7,9 @@
 //! p50, p99 and the error count for each; then the sequential p50/p99 of
 //! lexical-only search, hybrid search, context packs and single remembers
 //! over `MEM_BENCH_QUERIES` requests each (default 1000); then the
-//! server's RSS and the workspace's size on disk.
+//! web page's memory ledger (first response after sign-in, then p50/p99;
+//! target under 300 ms at 100k memories); then the server's RSS and the
+//! workspace's size on disk.
 
 mod common;
 
@@ -437,6 +439,7 @@ fn main() {
             percentile(&times, 0.99).as_secs_f64() * 1e3,
         );
     }
+    web_ledger(&ws, &base, n, n_seq.div_ceil(10));
     let (peak, now) = rss_of(server.id());
     println!("serve RSS: peak {peak:.0} MiB, now {now:.0} MiB");
     println!(
@@ -448,4 +451,51 @@ fn main() {
         .args(["-TERM", &server.id().to_string()])
         .status();
     let _ = server.wait();
+}
+
+/// The web page's memory ledger: sign in with a one-time link, then time
+/// `GET /memories` (the whole first page of HTML), first and repeated.
+fn web_ledger(ws: &Path, base: &str, n: usize, reps: usize) {
+    let link = serde_json::from_slice::<serde_json::Value>(&mem(ws, &["web", "--url", base]))
+        .expect("sign-in json")["url"]
+        .as_str()
+        .expect("sign-in url")
+        .to_string();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let signed_in = agent.get(&link).call().expect("sign in");
+    let cookie = signed_in
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .expect("session cookie")
+        .to_string();
+    let url = format!("{base}/memories");
+    let mut times = Vec::with_capacity(reps + 1);
+    for _ in 0..=reps {
+        let started = Instant::now();
+        let ok = agent
+            .get(&url)
+            .header("cookie", &cookie)
+            .call()
+            .map(|mut r| {
+                let _ = r.body_mut().read_to_vec();
+                r.status().as_u16() == 200
+            })
+            .unwrap_or(false);
+        assert!(ok, "GET /memories failed");
+        times.push(started.elapsed());
+    }
+    let first = times[0];
+    times.sort();
+    println!(
+        "web ledger on {n} memories: first response {:.1} ms (target < 300 ms), then p50 {:.1} ms, p99 {:.1} ms over {reps}",
+        first.as_secs_f64() * 1e3,
+        percentile(&times, 0.50).as_secs_f64() * 1e3,
+        percentile(&times, 0.99).as_secs_f64() * 1e3,
+    );
 }

@@ -12,6 +12,7 @@ mod openapi;
 mod rest;
 mod serve;
 pub mod socket;
+mod web;
 
 pub use error::ApiError;
 pub use serve::serve;

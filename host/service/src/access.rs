@@ -123,6 +123,10 @@ impl Access {
         self.token_id.as_deref()
     }
 
+    pub fn token_name(&self) -> Option<&str> {
+        self.token_name.as_deref()
+    }
+
     pub fn has(&self, s: Scope) -> bool {
         self.scopes.contains(&s) || self.scopes.contains(&Scope::Admin)
     }

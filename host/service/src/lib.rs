@@ -30,6 +30,7 @@ pub mod schemas;
 mod settings;
 pub mod tokens;
 pub mod types;
+pub mod web;
 
 pub use audit::{Actor, AuditEntry, AuditQuery, AuditVerification};
 pub use budget::BudgetUsage;

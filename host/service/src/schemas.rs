@@ -116,6 +116,10 @@ pub fn public_schemas() -> Vec<(&'static str, Value)> {
             schema_of::<crate::recall::ContextPack>("context-pack", "mem-host context pack"),
         ),
         (
+            "web-signin",
+            schema_of::<crate::web::SignInLink>("web-signin", "mem-host web sign-in link"),
+        ),
+        (
             "handoff.v1",
             schema_of::<crate::handoff::Handoff>("handoff.v1", "mem-host handoff v1"),
         ),

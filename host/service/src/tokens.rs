@@ -242,7 +242,6 @@ impl Service {
         Ok(out)
     }
 
-    /// Revokes a token by id or by (live) name. Takes effect on its next call.
     /// A token by id, or the newest live token of that name.
     pub(crate) fn find_token(&self, id_or_name: &str) -> MemResult<TokenInfo> {
         let rec = self.find_token_record(id_or_name)?;
@@ -261,6 +260,7 @@ impl Service {
             })
     }
 
+    /// Revokes a token by id or by (live) name. Takes effect on its next call.
     pub(crate) fn revoke_token(&self, id_or_name: &str) -> MemResult<TokenInfo> {
         let rec = self.find_token_record(id_or_name)?;
         if rec.revoked_at.is_some() {
@@ -287,7 +287,14 @@ impl Service {
             Some(id) => String::from_utf8_lossy(&id).to_string(),
             None => return Err(unauthorized("unknown token")),
         };
-        let rec = load::<TokenRecord>(self.store(), Table::Tokens, &record_key(&id))?
+        self.token_access(&id)
+    }
+
+    /// What the live token `id` may do, counting the call against its
+    /// quota: the bearer path above and the web page's sessions, which
+    /// keep only the token's id, share every check.
+    pub(crate) fn token_access(&self, id: &str) -> MemResult<Access> {
+        let rec = load::<TokenRecord>(self.store(), Table::Tokens, &record_key(id))?
             .ok_or_else(|| unauthorized("unknown token"))?
             .value;
         if let Some(at) = rec.revoked_at {

@@ -126,6 +126,8 @@ pub enum Command {
     Token(serve::TokenCommand),
     /// MCP over stdin/stdout for agents (as the owner, or as $MEM_TOKEN).
     Mcp,
+    /// Print a one-time sign-in link to the web page of a running `serve`.
+    Web(serve::WebArgs),
 }
 
 #[derive(Debug, Args)]
@@ -191,6 +193,7 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 Command::Context(a) => recall::context(c, &out, a),
                 Command::Reindex(a) => recall::reindex(c, &out, a),
                 Command::Token(cmd) => serve::token(c, &out, cmd),
+                Command::Web(a) => serve::web(c, &out, a),
                 Command::Checkpoint(a) => tasks::checkpoint(c, &out, a),
                 Command::Tasks(a) => tasks::tasks(c, &out, a),
                 Command::Checkpoints(a) => tasks::checkpoints(c, &out, a),

@@ -93,6 +93,40 @@ pub fn serve(dir: &Path, a: ServeArgs) -> MemResult<()> {
     }))
 }
 
+#[derive(Debug, Args)]
+pub struct WebArgs {
+    /// Sign in as this token (id or name) instead of the owner.
+    #[arg(long)]
+    pub token: Option<String>,
+    /// The address `serve` listens on, as the browser reaches it.
+    #[arg(long, default_value = "http://127.0.0.1:7373")]
+    pub url: String,
+}
+
+/// A one-time sign-in link: the nonce is stored (hashed) in the workspace,
+/// through the running server's socket when it holds the workspace.
+pub fn web(client: &Client, out: &Out, a: WebArgs) -> MemResult<()> {
+    let s = client
+        .run(mem_service::ops::web::WebSignIn { token: a.token })?
+        .value;
+    let link = mem_service::web::SignInLink {
+        url: format!("{}/signin/{}", a.url.trim_end_matches('/'), s.nonce),
+        expires_at: s.expires_at,
+        token: s.token,
+    };
+    out.emit(&link, |l| {
+        format!(
+            "open this link once, before {}, to sign in as {}:\n{}",
+            mem_core::time::to_rfc3339(&l.expires_at),
+            l.token
+                .as_deref()
+                .map(|t| format!("token {t}"))
+                .unwrap_or_else(|| "the owner".into()),
+            l.url
+        )
+    })
+}
+
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
     /// Create a token; its secret is printed once and never stored.

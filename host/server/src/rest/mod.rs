@@ -5,7 +5,7 @@
 //! same table.
 
 mod params;
-mod raw;
+pub(crate) mod raw;
 pub(crate) mod table;
 
 use crate::error::ApiError;
@@ -282,6 +282,7 @@ pub(crate) fn app(state: AppState, cancel: tokio_util::sync::CancellationToken) 
         ));
     Router::new()
         .merge(authed)
+        .merge(crate::web::router())
         .route(
             "/v1/openapi.json",
             axum::routing::get(move || {

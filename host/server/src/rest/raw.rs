@@ -287,59 +287,69 @@ pub(super) fn bundle_route(route: Route) -> MethodRouter<AppState> {
             async move {
                 let run = async {
                     let args = request_args(&route, &types, Vec::new(), &uri, &headers, &[])?;
-                    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
-                    let (started, first) = tokio::sync::oneshot::channel();
-                    let svc = st.svc.clone();
-                    tokio::task::spawn_blocking(move || {
-                        let c = svc.caller(&access);
-                        let mut w = ChannelWriter {
-                            tx: tx.clone(),
-                            started: Some(started),
-                            buf: Vec::new(),
-                        };
-                        let result = c
-                            .decode::<ExportBundle>(Value::Object(args))
-                            .and_then(|req| c.export_bundle(&req, &mut w));
-                        match result {
-                            Ok(_) => {
-                                let _ = w.send();
-                            }
-                            Err(e) => match w.started.take() {
-                                Some(s) => {
-                                    let _ = s.send(Err(e));
-                                }
-                                // Bytes went out: the body ends in an error.
-                                None => {
-                                    let _ =
-                                        tx.blocking_send(Err(std::io::Error::other(e.to_string())));
-                                }
-                            },
-                        }
-                    });
-                    match first.await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => return Err(ApiError(e)),
-                        Err(_) => {
-                            return Err(ApiError(MemError::internal("the export worker failed")));
-                        }
-                    }
-                    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-                        rx.recv().await.map(|chunk| (chunk, rx))
-                    });
-                    let mut resp = Body::from_stream(stream).into_response();
-                    let h = resp.headers_mut();
-                    h.insert(
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("application/zstd"),
-                    );
-                    h.insert(
-                        header::CONTENT_DISPOSITION,
-                        HeaderValue::from_static("attachment; filename=\"workspace.mem-bundle\""),
-                    );
-                    Ok::<_, ApiError>(resp)
+                    export_bundle(&st, access, Value::Object(args)).await
                 };
                 run.await.unwrap_or_else(IntoResponse::into_response)
             }
         },
     )
+}
+
+/// Streams the bundle `args` asks for, exported as `access` (REST and the
+/// web page's download alike); an error before the first byte is an
+/// ordinary error answer.
+pub(crate) async fn export_bundle(
+    st: &AppState,
+    access: Access,
+    args: Value,
+) -> Result<axum::response::Response, ApiError> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    let (started, first) = tokio::sync::oneshot::channel();
+    let svc = st.svc.clone();
+    tokio::task::spawn_blocking(move || {
+        let c = svc.caller(&access);
+        let mut w = ChannelWriter {
+            tx: tx.clone(),
+            started: Some(started),
+            buf: Vec::new(),
+        };
+        let result = c
+            .decode::<ExportBundle>(args)
+            .and_then(|req| c.export_bundle(&req, &mut w));
+        match result {
+            Ok(_) => {
+                let _ = w.send();
+            }
+            Err(e) => match w.started.take() {
+                Some(s) => {
+                    let _ = s.send(Err(e));
+                }
+                // Bytes went out: the body ends in an error.
+                None => {
+                    let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
+                }
+            },
+        }
+    });
+    match first.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(ApiError(e)),
+        Err(_) => {
+            return Err(ApiError(MemError::internal("the export worker failed")));
+        }
+    }
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    });
+    let mut resp = Body::from_stream(stream).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/zstd"),
+    );
+    h.insert(
+        header::CONTENT_DISPOSITION,
+        HeaderValue::from_static("attachment; filename=\"workspace.mem-bundle\""),
+    );
+    Ok(resp)
 }

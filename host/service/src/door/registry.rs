@@ -123,6 +123,7 @@ static REGISTRY: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<bundles::ExportBundle>(),
         entry::<bundles::ImportBundle>(),
         entry::<bundles::VerifyBundle>(),
+        entry::<crate::ops::web::WebSignIn>(),
     ]
 });
 

@@ -15,6 +15,7 @@ pub mod memories;
 pub mod plugins;
 pub mod recall;
 pub mod tasks;
+pub mod web;
 
 fn yes() -> bool {
     true

@@ -1,0 +1,319 @@
+//! The drive: a folder's listing with its breadcrumbs, upload (a plain
+//! multipart form, enhanced with drag-and-drop and progress by app.js),
+//! and a file's page with its processing status and text.
+
+use super::html::{esc, field, qp, text};
+use super::{Session, check_write, see};
+use crate::AppState;
+use axum::Router;
+use axum::extract::{
+    DefaultBodyLimit, FromRequest, FromRequestParts, Multipart, Query, Request, State,
+};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine;
+use mem_core::MemError;
+use mem_service::access::Scope;
+use mem_service::ops::admin::Reprocess;
+use mem_service::ops::files::{ListFolder, Mkdir, Move, PutFileRequest, ReadFile, Remove};
+use serde_json::json;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/drive", get(folder))
+        .route(
+            "/drive/upload",
+            post(upload).layer(DefaultBodyLimit::disable()),
+        )
+        .route("/drive/file", get(file))
+        .route("/drive/reprocess", post(reprocess))
+        .route("/drive/mkdir", post(mkdir))
+        .route("/drive/move", post(move_entry))
+        .route("/drive/remove", post(remove))
+}
+
+/// `/a/b` as links to `/`, `/a`, `/a/b`.
+fn crumbs(path: &str) -> String {
+    let mut out =
+        r#"<nav aria-label="Folder" class="crumbs"><a href="/drive?path=%2F">/</a>"#.to_string();
+    let mut at = String::new();
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        at.push('/');
+        at.push_str(part);
+        let _ = write!(
+            out,
+            r#" <a href="/drive?path={}">{}</a> /"#,
+            esc(&qp(&at)),
+            esc(part)
+        );
+    }
+    out.push_str("</nav>");
+    out
+}
+
+async fn folder(
+    s: Session,
+    State(st): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let path = q
+        .get("path")
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .unwrap_or("/")
+        .to_string();
+    let listing = match s.run::<ListFolder>(&st, json!({ "path": path })).await {
+        Ok(l) => l,
+        Err(e) => return s.fail("Drive", &e),
+    };
+    let mut rows = String::new();
+    for e in listing["entries"].as_array().into_iter().flatten() {
+        let p = text(&e["path"]);
+        if e["type"] == "folder" {
+            let _ = write!(
+                rows,
+                r#"<tr><td><a href="/drive?path={}">{}/</a></td><td>folder</td><td></td><td></td></tr>"#,
+                esc(&qp(&p)),
+                field(e, "name")
+            );
+        } else {
+            let _ = write!(
+                rows,
+                r#"<tr><td><a href="/drive/file?target={}">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+                esc(&qp(&text(&e["id"]))),
+                field(e, "name"),
+                field(e, "mime"),
+                field(e, "size"),
+                field(e, "index_status")
+            );
+        }
+    }
+    let table = if rows.is_empty() {
+        r#"<p class="empty">This folder is empty.</p>"#.to_string()
+    } else {
+        format!(
+            r#"<div class="scroll"><table><caption>Contents of {}</caption><thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Bytes</th><th scope="col">Processing</th></tr></thead><tbody>{rows}</tbody></table></div>"#,
+            esc(&path)
+        )
+    };
+    let upload = if s.can(Scope::Write) {
+        format!(
+            r#"<section aria-labelledby="up-h"><h2 id="up-h">Upload</h2>
+<form method="post" action="/drive/upload" enctype="multipart/form-data" class="stack upload" data-drop>{csrf}
+<input type="hidden" name="folder" value="{folder}">
+<label>File<input type="file" name="file" required></label>
+<progress hidden max="100" value="0"></progress>
+<button type="submit">Upload</button></form></section>"#,
+            csrf = s.csrf_field(),
+            folder = esc(&path),
+        )
+    } else {
+        String::new()
+    };
+    let manage = if s.can(Scope::Write) {
+        format!(
+            r#"<section aria-labelledby="org-h"><h2 id="org-h">Organise</h2>
+<form method="post" action="/drive/mkdir" class="filters" id="mkdir">{csrf}<input type="hidden" name="folder" value="{folder}">{name}<button type="submit">Create folder</button></form>
+<form method="post" action="/drive/move" class="filters" id="move">{csrf}<input type="hidden" name="folder" value="{folder}">{from}{to}<button type="submit">Move or rename</button></form>{remove}</section>"#,
+            csrf = s.csrf_field(),
+            folder = esc(&path),
+            name = super::html::input("name", "New folder name", "", "required"),
+            from = super::html::input("from", "From (path)", "", "required"),
+            to = super::html::input("to", "To (path)", "", "required"),
+            remove = if s.can(Scope::Delete) {
+                format!(
+                    r#"<form method="post" action="/drive/remove" class="filters" id="remove">{csrf}<input type="hidden" name="folder" value="{folder}">{target}<label class="check"><input type="checkbox" name="recursive" value="true"> with everything inside</label><button type="submit" class="danger">Remove</button></form>"#,
+                    csrf = s.csrf_field(),
+                    folder = esc(&path),
+                    target = super::html::input("target", "Remove (path)", "", "required"),
+                )
+            } else {
+                String::new()
+            },
+        )
+    } else {
+        String::new()
+    };
+    s.page(
+        "Drive",
+        &format!("{}{table}{upload}{manage}", crumbs(&path)),
+    )
+}
+
+/// Reads the upload form: the CSRF token, the folder, then the file.
+async fn upload(State(st): State<AppState>, req: Request) -> Response {
+    let (mut parts, body) = req.into_parts();
+    let s = match Session::from_request_parts(&mut parts, &st).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let headers: HeaderMap = parts.headers.clone();
+    let mut mp = match Multipart::from_request(Request::from_parts(parts, body), &st).await {
+        Ok(m) => m,
+        Err(e) => return e.into_response(),
+    };
+    let bad =
+        |m: String| MemError::bad_request(m).with_hint("choose a file and submit the form again");
+    let (mut csrf, mut folder, mut file) = (None, "/".to_string(), None);
+    loop {
+        let field = match mp.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => return s.fail("Upload", &bad(format!("cannot read the upload: {e}"))),
+        };
+        match field.name() {
+            Some("csrf") => csrf = field.text().await.ok(),
+            Some("folder") => folder = field.text().await.unwrap_or_default(),
+            Some("file") => {
+                // The CSRF token comes first in the form: nothing is read
+                // into memory for a request that would be refused.
+                if let Err(r) = check_write(&s, &headers, csrf.as_deref()) {
+                    return r;
+                }
+                let name = field.file_name().unwrap_or("").to_string();
+                match field.bytes().await {
+                    Ok(b) if b.len() <= st.opts.file_body_limit => file = Some((name, b)),
+                    Ok(_) => {
+                        return s.fail(
+                            "Upload",
+                            &MemError::new(
+                                mem_core::ErrorCode::PayloadTooLarge,
+                                "the file is too large",
+                            )
+                            .with_hint("raise the limit with `serve --max-upload`"),
+                        );
+                    }
+                    Err(e) => return s.fail("Upload", &bad(format!("cannot read the file: {e}"))),
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Err(r) = check_write(&s, &headers, csrf.as_deref()) {
+        return r;
+    }
+    let Some((name, bytes)) = file.filter(|(n, _)| !n.is_empty()) else {
+        return s.fail("Upload", &bad("the form carries no file".into()));
+    };
+    let path = format!("{}/{name}", folder.trim_end_matches('/'));
+    let args = json!({
+        "path": path,
+        "content_base64": base64::engine::general_purpose::STANDARD.encode(&bytes),
+        "wait": false,
+    });
+    match s.run::<PutFileRequest>(&st, args).await {
+        Ok(r) => see(&format!(
+            "/drive/file?target={}",
+            qp(&text(&r["file"]["id"]))
+        )),
+        Err(e) => s.fail("Upload", &e),
+    }
+}
+
+async fn file(
+    s: Session,
+    State(st): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let target = q.get("target").cloned().unwrap_or_default();
+    let r = match s
+        .run::<ReadFile>(&st, json!({ "target": target, "max_chars": 20000 }))
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => return s.fail("File", &e),
+    };
+    let f = &r["file"];
+    let status = text(&f["index_status"]);
+    let mut facts = String::new();
+    for (label, key) in [
+        ("Path", "path"),
+        ("Type", "mime"),
+        ("Bytes", "size"),
+        ("SHA-256", "sha256"),
+        ("Version", "state_version"),
+        ("Attempts", "index_attempts"),
+        ("Error", "index_error"),
+        ("Created", "created_at"),
+        ("Updated", "updated_at"),
+    ] {
+        let _ = write!(facts, "<dt>{label}</dt><dd>{}</dd>", field(f, key));
+    }
+    let retry = if status == "failed" && s.can(Scope::Write) {
+        s.button(
+            "/drive/reprocess",
+            "Retry processing",
+            &[("target", &text(&f["id"]))],
+        )
+    } else {
+        String::new()
+    };
+    let content = match r["content"].as_str() {
+        Some(c) => format!(r#"<h2>Text</h2><pre class="file-text">{}</pre>"#, esc(c)),
+        None => format!("<p>{}</p>", field(&r, "note")),
+    };
+    let folder = text(&f["path"]);
+    let parent = folder
+        .rsplit_once('/')
+        .map(|(p, _)| if p.is_empty() { "/" } else { p })
+        .unwrap_or("/");
+    let body = format!(
+        r#"<p>Processing: <strong id="index-status" data-status="{st}">{st}</strong> {retry}</p><p class="meta">Cite as {cite} · <a href="/drive?path={parent}">Back to the folder</a></p><dl>{facts}</dl>{content}"#,
+        st = esc(&status),
+        cite = field(&r, "citation"),
+        parent = esc(&qp(parent)),
+    );
+    s.page(&format!("File {}", text(&f["name"])), &body)
+}
+
+async fn reprocess(State(st): State<AppState>, f: super::WebForm) -> Response {
+    let target = f.get("target").unwrap_or("").to_string();
+    match f
+        .session
+        .run::<Reprocess>(&st, json!({ "target": target }))
+        .await
+    {
+        Ok(_) => see(&format!("/drive/file?target={}", qp(&target))),
+        Err(e) => f.session.fail("Retry", &e),
+    }
+}
+
+/// Back to the folder the form was on, or its error (the folder rules').
+async fn organise<O: mem_service::door::Operation>(
+    st: &AppState,
+    f: &super::WebForm,
+    args: serde_json::Value,
+    title: &str,
+) -> Response {
+    let folder = f.get("folder").unwrap_or("/").to_string();
+    match f.session.run::<O>(st, args).await {
+        Ok(_) => see(&format!("/drive?path={}", qp(&folder))),
+        Err(e) => f.session.fail(title, &e),
+    }
+}
+
+async fn mkdir(State(st): State<AppState>, f: super::WebForm) -> Response {
+    let folder = f.get("folder").unwrap_or("/");
+    let path = format!(
+        "{}/{}",
+        folder.trim_end_matches('/'),
+        f.get("name").unwrap_or("").trim()
+    );
+    organise::<Mkdir>(&st, &f, json!({ "path": path }), "Create folder").await
+}
+
+async fn move_entry(State(st): State<AppState>, f: super::WebForm) -> Response {
+    let args = json!({ "from": f.get("from").unwrap_or(""), "to": f.get("to").unwrap_or("") });
+    organise::<Move>(&st, &f, args, "Move").await
+}
+
+async fn remove(State(st): State<AppState>, f: super::WebForm) -> Response {
+    let args = json!({
+        "target": f.get("target").unwrap_or(""),
+        "recursive": f.get("recursive") == Some("true"),
+    });
+    organise::<Remove>(&st, &f, args, "Remove").await
+}
