@@ -1,4 +1,5 @@
-//! Text helpers plugins share: decoding, line numbering, word splitting.
+//! Text helpers plugins share: decoding, line numbering, Markdown lines,
+//! word splitting.
 
 /// Decodes bytes as UTF-8 (invalid sequences replaced), dropping a BOM.
 pub fn decode(bytes: &[u8]) -> String {
@@ -14,6 +15,38 @@ pub fn numbered_lines(text: &str) -> impl Iterator<Item = (u32, &str)> {
             l.strip_suffix('\r').unwrap_or(l),
         )
     })
+}
+
+/// A Markdown ATX heading (`## Title`): its level and title.
+pub fn heading(line: &str) -> Option<(usize, String)> {
+    let t = line.trim_start();
+    let level = t.chars().take_while(|c| *c == '#').count();
+    if !(1..=6).contains(&level) || !t[level..].starts_with(' ') {
+        return None;
+    }
+    Some((
+        level,
+        t[level..].trim().trim_end_matches('#').trim().to_string(),
+    ))
+}
+
+/// The text of a bullet line (`- x`, `* x`, `+ x`, `1. x`, `1) x`), and its indent.
+pub fn bullet(line: &str) -> Option<(usize, String)> {
+    let indent = line.len() - line.trim_start().len();
+    let t = line.trim_start();
+    for marker in ["- ", "* ", "+ "] {
+        if let Some(rest) = t.strip_prefix(marker) {
+            return Some((indent, rest.trim().to_string()));
+        }
+    }
+    let digits = t.chars().take_while(|c| c.is_ascii_digit()).count();
+    if digits > 0 && digits <= 3 {
+        let rest = &t[digits..];
+        if let Some(r) = rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")) {
+            return Some((indent, r.trim().to_string()));
+        }
+    }
+    None
 }
 
 /// Lower-case alphanumeric words (Unicode-aware), in order, duplicates kept.
@@ -50,6 +83,15 @@ mod tests {
     fn lines_are_one_based_without_cr() {
         let v: Vec<_> = numbered_lines("a\r\nb\n").collect();
         assert_eq!(v, vec![(1, "a"), (2, "b")]);
+    }
+
+    #[test]
+    fn headings_and_bullets() {
+        assert_eq!(heading("## Style ##"), Some((2, "Style".into())));
+        assert_eq!(heading("#hashtag"), None);
+        assert_eq!(bullet("  - item "), Some((2, "item".into())));
+        assert_eq!(bullet("12) twelve"), Some((0, "twelve".into())));
+        assert_eq!(bullet("-x"), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::Stdio;
 use std::time::Duration;
 
-fn set_config(ws: &Ws, extra: &str) {
+pub(crate) fn set_config(ws: &Ws, extra: &str) {
     let path = ws.home().join("mem.toml");
     let mut text = std::fs::read_to_string(&path).unwrap();
     // Replace the template's [gate] and [budgets] tables with the test's.

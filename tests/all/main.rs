@@ -6,6 +6,7 @@
 
 mod support;
 
+mod adapters;
 mod bundles;
 mod conflicts;
 mod contract;

@@ -131,10 +131,16 @@ fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &Workspac
         Kind::BundleOut => json!({
             "application/zstd": { "schema": { "type": "string", "format": "binary" } }
         }),
-        Kind::DocumentOut => json!({
-            "text/markdown": { "schema": { "type": "string" } },
-            "text/plain": { "schema": { "type": "string" } }
-        }),
+        // A split export (a folder of notes) answers JSON.
+        Kind::DocumentOut => {
+            let mut schema = route.op.output_schema(g).to_value();
+            tailor(&mut schema, config);
+            json!({
+                "text/markdown": { "schema": { "type": "string" } },
+                "text/plain": { "schema": { "type": "string" } },
+                "application/json": { "schema": schema }
+            })
+        }
         _ => {
             let mut schema = route.op.output_schema(g).to_value();
             tailor(&mut schema, config);

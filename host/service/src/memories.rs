@@ -253,6 +253,7 @@ impl Service {
             actor,
             true,
             WriteRoute::Remember,
+            &[],
         )?;
         self.after_memory_write()?;
         Ok(out)
@@ -273,9 +274,22 @@ impl Service {
         reqs: &[(RememberRequest, Actor)],
         route: WriteRoute,
     ) -> Vec<MemResult<RememberOutcome>> {
+        self.remember_related(reqs.iter().map(|(r, a)| (r, a, &[][..])), route)
+    }
+
+    /// [`Self::remember_many`], each new memory carrying the relations its
+    /// writer already knows (an imported note's wiki links). A replay keeps
+    /// the original's relations; a gated line gets the gate's.
+    pub(crate) fn remember_related<'a>(
+        &self,
+        reqs: impl IntoIterator<Item = (&'a RememberRequest, &'a Actor, &'a [Relation])>,
+        route: WriteRoute,
+    ) -> Vec<MemResult<RememberOutcome>> {
         let results: Vec<_> = reqs
-            .iter()
-            .map(|(r, actor)| self.remember_with(r, Durability::Deferred, actor, false, route))
+            .into_iter()
+            .map(|(r, actor, given)| {
+                self.remember_with(r, Durability::Deferred, actor, false, route, given)
+            })
             .collect();
         if let Err(err) = self.store().flush().map_err(MemError::from) {
             return results
@@ -294,6 +308,7 @@ impl Service {
         actor: &Actor,
         detect: bool,
         route: WriteRoute,
+        given: &[Relation],
     ) -> MemResult<RememberOutcome> {
         let denied = |e: &MemError| AuditDraft {
             actor: actor.clone(),
@@ -305,7 +320,7 @@ impl Service {
             verdict_source: "host".into(),
             reasons: vec![format!("{}: {}", e.code.as_str(), e.message)],
         };
-        let result = self.remember_checked(req, durability, actor, detect, route);
+        let result = self.remember_checked(req, durability, actor, detect, route, given);
         match result {
             Err(e)
                 if e.code != ErrorCode::WriteRejected
@@ -328,6 +343,7 @@ impl Service {
         actor: &Actor,
         detect: bool,
         route: WriteRoute,
+        given: &[Relation],
     ) -> MemResult<RememberOutcome> {
         let (template, request_sha) = self.prepare_memory(&req.draft())?;
         let key = crate::door::checked_key(Some(&req.idempotency_key))?
@@ -427,6 +443,7 @@ impl Service {
             let mut memory = template.clone();
             memory.id = new_id(id::MEMORY);
             memory.relations = detected.relations.clone();
+            memory.relations.extend(given.iter().cloned());
             memory.governance = Some(Governance {
                 proposal_id: None,
                 proposed_by: actor.label(),

@@ -128,6 +128,8 @@ fn builtin_role(kind: &str) -> &'static str {
         "decision" | "preference" => "guidance",
         "observation" | "note" => "occurrence",
         "task_state" | "artifact" => "symbol",
+        // A binding rule (an AGENTS.md "never ..."): lands in MUST.
+        "rule" => "constraint",
         _ => "assertion",
     }
 }
@@ -278,6 +280,24 @@ impl TypeRegistry {
         self.types.get(kind).map(|d| d.role.as_str())
     }
 
+    /// The kind a memory of `role` gets when its writer only knows the
+    /// role (an adapter entry): a built-in kind playing it here, in
+    /// [`BUILTIN_KINDS`] order, else a domain type playing it that
+    /// requires no field. `None` when nothing plays the role.
+    pub fn kind_with_role(&self, role: &str) -> Option<&str> {
+        let builtin = BUILTIN_KINDS
+            .iter()
+            .filter_map(|k| self.types.get(*k))
+            .find(|d| d.role == role);
+        builtin
+            .or_else(|| {
+                self.types.values().find(|d| {
+                    !d.builtin && d.role == role && d.fields.values().all(|f| !f.required)
+                })
+            })
+            .map(|d| d.name.as_str())
+    }
+
     pub fn all(&self) -> impl Iterator<Item = &TypeDef> {
         self.types.values()
     }
@@ -363,6 +383,22 @@ mod tests {
     const CODING: &str = r#"{"namespace":"coding","types":[
         {"name":"project_rule","role":"constraint","capabilities":["check"],
          "fields":{"deny_any":{"required":true},"severity":{"enum":["must","should"]}}}]}"#;
+
+    #[test]
+    fn a_role_finds_a_builtin_kind_before_a_domain_type() {
+        let mut reg = TypeRegistry::default();
+        assert_eq!(reg.kind_with_role("constraint"), Some("rule"));
+        assert_eq!(reg.kind_with_role("guidance"), Some("decision"));
+        assert_eq!(reg.kind_with_role("question"), None);
+        reg.add_schema(
+            "q.json",
+            r#"{"namespace":"t","types":[{"name":"open_q","role":"question"},
+               {"name":"strict_q","role":"question","fields":{"x":{"required":true}}}]}"#,
+        )
+        .unwrap();
+        // A type whose fields an adapter cannot fill is never picked.
+        assert_eq!(reg.kind_with_role("question"), Some("t.open_q"));
+    }
 
     #[test]
     fn builtin_kinds_have_roles() {

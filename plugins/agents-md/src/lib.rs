@@ -6,7 +6,7 @@
 //! else in such a file is `guidance`. Export writes the entries back as
 //! headings and bullets, so import → export → import keeps every entry.
 
-use mem_plugin_sdk::text::numbered_lines;
+use mem_plugin_sdk::text::{bullet, heading, numbered_lines};
 use mem_plugin_sdk::types::*;
 use mem_plugin_sdk::{Adapter, config};
 
@@ -37,37 +37,6 @@ pub fn role_of(text: &str) -> &'static str {
     if strong { "constraint" } else { "guidance" }
 }
 
-fn heading(line: &str) -> Option<(usize, String)> {
-    let t = line.trim_start();
-    let level = t.chars().take_while(|c| *c == '#').count();
-    if !(1..=6).contains(&level) || !t[level..].starts_with(' ') {
-        return None;
-    }
-    Some((
-        level,
-        t[level..].trim().trim_end_matches('#').trim().to_string(),
-    ))
-}
-
-/// The text of a bullet line (`- x`, `* x`, `+ x`, `1. x`, `1) x`), and its indent.
-fn bullet(line: &str) -> Option<(usize, String)> {
-    let indent = line.len() - line.trim_start().len();
-    let t = line.trim_start();
-    for marker in ["- ", "* ", "+ "] {
-        if let Some(rest) = t.strip_prefix(marker) {
-            return Some((indent, rest.trim().to_string()));
-        }
-    }
-    let digits = t.chars().take_while(|c| c.is_ascii_digit()).count();
-    if digits > 0 && digits <= 3 {
-        let rest = &t[digits..];
-        if let Some(r) = rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")) {
-            return Some((indent, r.trim().to_string()));
-        }
-    }
-    None
-}
-
 struct Open {
     content: Vec<String>,
     start: u32,
@@ -80,8 +49,19 @@ fn tag_for(name: &str) -> String {
     base.trim_start_matches('.').replace(['.', '_'], "-")
 }
 
-/// Entries of the document `name`.
-pub fn parse(name: &str, text: &str, kind: &str) -> Vec<Entry> {
+/// The kind a rule of `role` is imported as: `rule` (a constraint) or
+/// `preference` (guidance), unless the workspace set `kind`; the host keeps
+/// the role either way.
+fn kind_of(role: &str, configured: Option<&str>) -> String {
+    match (configured, role) {
+        (Some(k), _) => k.to_string(),
+        (None, "constraint") => "rule".into(),
+        (None, _) => "preference".into(),
+    }
+}
+
+/// Entries of the document `name`; `kind` overrides the kind of every entry.
+pub fn parse(name: &str, text: &str, kind: Option<&str>) -> Vec<Entry> {
     let mut out = Vec::new();
     let mut trail: Vec<(usize, String)> = Vec::new();
     let mut open: Option<Open> = None;
@@ -93,9 +73,10 @@ pub fn parse(name: &str, text: &str, kind: &str) -> Vec<Entry> {
             if content.is_empty() {
                 return;
             }
-            let mut e = Entry::new(kind, content.clone());
+            let role = role_of(&content);
+            let mut e = Entry::new(kind_of(role, kind), content.clone());
             e.section = trail.iter().map(|(_, t)| t.clone()).collect();
-            e.role = Some(role_of(&content).to_string());
+            e.role = Some(role.to_string());
             e.lines = Some(LineRange::new(o.start, o.end));
             e.tags = vec![tag.clone()];
             e.attributes = vec![
@@ -216,8 +197,8 @@ impl Adapter for AgentsMd {
     fn import(name: &str, bytes: Vec<u8>) -> Result<Vec<Entry>, PluginError> {
         let text = std::str::from_utf8(&bytes)
             .map_err(|e| PluginError::invalid_input(format!("{name} is not UTF-8 text: {e}")))?;
-        let kind = config::get_or("kind", "note".to_string());
-        Ok(parse(name, text, &kind))
+        let kind = config::get("kind").ok().flatten().filter(|k| !k.is_empty());
+        Ok(parse(name, text, kind.as_deref()))
     }
 
     fn export(_name: &str, entries: Vec<Entry>) -> Result<Vec<u8>, PluginError> {
@@ -237,7 +218,7 @@ mod tests {
 
     #[test]
     fn bullets_and_paragraphs_become_entries_with_lines() {
-        let e = parse("CLAUDE.md", DOC, "note");
+        let e = parse("CLAUDE.md", DOC, None);
         let got: Vec<View> = e
             .iter()
             .map(|e| {
@@ -260,6 +241,10 @@ mod tests {
         );
         assert_eq!(got[1].0, "Never commit secrets.");
         assert_eq!(got[1].3, Some("constraint"));
+        assert_eq!(
+            (e[0].kind.as_str(), e[1].kind.as_str()),
+            ("preference", "rule")
+        );
         assert_eq!(got[2].0, "Prefer small modules;\nsplit past 600 lines.");
         assert_eq!(got[2].2, Some(LineRange::new(8, 9)));
         assert_eq!(got[3].0, "Run `cargo fmt`.");
@@ -273,12 +258,19 @@ mod tests {
 
     #[test]
     fn export_then_import_keeps_entries() {
-        let first = parse("AGENTS.md", DOC, "note");
+        let first = parse("AGENTS.md", DOC, None);
         let rendered = render(&first);
-        let second = parse("AGENTS.md", &rendered, "note");
+        let second = parse("AGENTS.md", &rendered, None);
         let view = |v: &[Entry]| {
             v.iter()
-                .map(|e| (e.content.clone(), e.section.clone(), e.role.clone()))
+                .map(|e| {
+                    (
+                        e.content.clone(),
+                        e.section.clone(),
+                        e.role.clone(),
+                        e.kind.clone(),
+                    )
+                })
                 .collect::<Vec<_>>()
         };
         assert_eq!(view(&first), view(&second), "{rendered}");

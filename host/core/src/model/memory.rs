@@ -12,6 +12,7 @@ pub const BUILTIN_KINDS: &[&str] = &[
     "fact",
     "note",
     "artifact",
+    "rule",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]

@@ -1,8 +1,8 @@
 //! Workspace bundles at the command line: `export --out FILE [--scope P]`,
 //! `import FILE [--into DIR]` and `verify FILE`.
 
+use super::documents::ImportArgs;
 use super::output::{Out, human_size};
-use super::plugin::ImportArgs;
 use crate::client::Client;
 use crate::workspace;
 use mem_core::{ErrorCode, MemError, MemResult};

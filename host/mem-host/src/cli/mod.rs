@@ -3,6 +3,7 @@
 //! machines (one JSON document, or one per line for bulk commands).
 
 mod bundle;
+mod documents;
 mod files;
 mod govern;
 mod lines;
@@ -86,10 +87,10 @@ pub enum Command {
     Status,
     /// Import a workspace bundle (into an empty workspace, or a new one with --into),
     /// or with --path a document (CLAUDE.md, AGENTS.md) as memories through an adapter plugin.
-    Import(plugin::ImportArgs),
+    Import(documents::ImportArgs),
     /// Export the workspace as a bundle (--out FILE [--scope P]),
     /// or with --path the memories of a path as a document through an adapter plugin.
-    Export(plugin::ExportArgs),
+    Export(documents::ExportArgs),
     /// Check a bundle's every entry, record and blob without importing it.
     Verify(bundle::VerifyArgs),
     /// Every memory type with its role and fields.
@@ -183,8 +184,8 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 Command::Types => govern::types(c, &out),
                 Command::Plugin(cmd) => plugin::run(c, &out, cmd),
                 Command::Status => plugin::status(c, &out),
-                Command::Import(a) => plugin::import(c, &out, a),
-                Command::Export(a) => plugin::export(c, &out, a),
+                Command::Import(a) => documents::import(c, &out, a),
+                Command::Export(a) => documents::export(c, &out, a),
                 Command::Lint => govern::lint(c, &out),
                 Command::Check(a) => govern::check(c, &out, a),
                 Command::Budgets => govern::budgets(c, &out),

@@ -207,7 +207,8 @@ fn pump(
     }
 }
 
-/// An exported document as text.
+/// An exported document as text; a split export (a folder of notes) as
+/// JSON, since it is several documents.
 pub(super) fn export_route(route: Route) -> MethodRouter<AppState> {
     let types = Arc::new(params::param_types(&route.op));
     get(
@@ -225,6 +226,9 @@ pub(super) fn export_route(route: Route) -> MethodRouter<AppState> {
                     })
                     .await?
                     .value;
+                    if !doc.documents.is_empty() {
+                        return Ok(axum::Json(doc).into_response());
+                    }
                     let mime = if doc.name.to_ascii_lowercase().ends_with(".md") {
                         "text/markdown; charset=utf-8"
                     } else {

@@ -292,18 +292,45 @@ pub struct ExportDocument {
     /// The folder whose memories are exported.
     #[schemars(schema_with = "fields::path")]
     pub path: String,
+    /// The adapter plugin (default `agents-md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter: Option<String>,
+    /// The document's name (default `AGENTS.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// One document per note, a folder of notes (an Obsidian vault):
+    /// `documents` holds them, `content` lists their names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<bool>,
 }
 
 /// An exported document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExportedDocument {
     pub name: String,
-    /// The document's text.
+    /// The document's text (a split export: the notes' names, one a line).
     pub content: String,
+    /// A split export's notes, sorted by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<NamedDocument>,
+}
+
+/// One note of a split export.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NamedDocument {
+    /// A file name (`Deploy checklist.md`): no folders.
+    pub name: String,
+    pub content: String,
+}
+
+fn utf8(bytes: Vec<u8>) -> MemResult<String> {
+    String::from_utf8(bytes).map_err(|_| {
+        MemError::new(
+            ErrorCode::PluginFailed,
+            "the adapter rendered a document that is not UTF-8 text",
+        )
+        .with_hint("report it to the adapter's author")
+    })
 }
 
 impl Operation for ExportDocument {
@@ -317,19 +344,32 @@ impl Operation for ExportDocument {
         if !(c.access.has(Scope::Read) && c.access.sees(&path)) {
             return Err(MemError::not_found("folder", &self.path));
         }
+        let adapter = self.adapter.as_deref().unwrap_or(DEFAULT_ADAPTER);
+        if self.split == Some(true) {
+            let documents = c
+                .svc
+                .export_notes(adapter, path.as_str())?
+                .into_iter()
+                .map(|(name, bytes)| {
+                    Ok(NamedDocument {
+                        name,
+                        content: utf8(bytes)?,
+                    })
+                })
+                .collect::<MemResult<Vec<_>>>()?;
+            let content = documents.iter().map(|d| format!("{}\n", d.name)).collect();
+            return Ok(ExportedDocument {
+                name: self.name.unwrap_or_else(|| path.as_str().to_string()),
+                content,
+                documents,
+            });
+        }
         let name = self.name.unwrap_or_else(|| DEFAULT_DOCUMENT.into());
-        let bytes = c.svc.export_document(
-            self.adapter.as_deref().unwrap_or(DEFAULT_ADAPTER),
-            &name,
-            path.as_str(),
-        )?;
-        let content = String::from_utf8(bytes).map_err(|_| {
-            MemError::new(
-                ErrorCode::PluginFailed,
-                "the adapter rendered a document that is not UTF-8 text",
-            )
-            .with_hint("report it to the adapter's author")
-        })?;
-        Ok(ExportedDocument { name, content })
+        let bytes = c.svc.export_document(adapter, &name, path.as_str())?;
+        Ok(ExportedDocument {
+            name,
+            content: utf8(bytes)?,
+            documents: Vec::new(),
+        })
     }
 }

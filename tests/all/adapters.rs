@@ -1,0 +1,408 @@
+//! Adapters for other agents' memory, end to end through the binary and
+//! the real wasm plugins: AGENTS.md rules keep their role (MUST), a mem0
+//! export, Hermes MEMORY.md / USER.md and an Obsidian vault import with
+//! provenance through the write gate, replay without duplicates, and
+//! survive export → import into a fresh workspace; hostile documents are
+//! refused whole with nothing stored.
+
+use crate::governance::set_config;
+use crate::support::{Server, Ws, http, p, token};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/adapters")
+        .join(rel)
+}
+
+fn memories(ws: &Ws, path: &str) -> Vec<Value> {
+    ws.run(&["memory", "list", "--path", path, "--limit", "1000"])
+        .ok()
+        .json()["items"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// (content, kind) of every memory under `path`: what a round trip keeps.
+fn content_and_kinds(ws: &Ws, path: &str) -> BTreeSet<(String, String)> {
+    memories(ws, path)
+        .iter()
+        .map(|m| {
+            (
+                m["content"].as_str().unwrap().to_string(),
+                m["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn import(ws: &Ws, file: &Path, adapter: &str, path: &str) -> Vec<Value> {
+    ws.run(&["import", p(file), "--adapter", adapter, "--path", path])
+        .ok()
+        .json_lines()
+}
+
+/// Importing again replays every entry and stores nothing new.
+fn assert_replays(ws: &Ws, file: &Path, adapter: &str, path: &str) {
+    let before = memories(ws, path).len();
+    let again = import(ws, file, adapter, path);
+    assert!(again.iter().all(|l| l["replayed"] == true), "{again:?}");
+    assert_eq!(memories(ws, path).len(), before);
+}
+
+#[test]
+fn agents_md_never_rules_are_constraints_and_land_in_must() {
+    let ws = Ws::new();
+    let doc = fixture("AGENTS.md");
+    let lines = import(&ws, &doc, "agents-md", "/repo");
+    assert_eq!(lines.len(), 10, "{lines:?}");
+    let by_content = |needle: &str| {
+        lines
+            .iter()
+            .map(|l| &l["memory"])
+            .find(|m| m["content"].as_str().unwrap().contains(needle))
+            .unwrap_or_else(|| panic!("{needle} not imported: {lines:?}"))
+            .clone()
+    };
+    let never = by_content("Never commit secrets");
+    assert_eq!(never["kind"], "rule");
+    assert_eq!(never["provenance"]["source_ref"], "AGENTS.md#L13");
+    assert_eq!(never["provenance"]["source_type"], "import:agents-md");
+    assert_eq!(never["attributes"]["section"], "AGENTS.md > Safety rules");
+    assert_eq!(by_content("You must keep every public API")["kind"], "rule");
+    assert_eq!(
+        by_content("Prefer `cargo nextest run`")["kind"],
+        "preference"
+    );
+
+    let pack = ws
+        .run(&[
+            "context",
+            "may I commit the .env file with secrets",
+            "--scope",
+            "/repo",
+        ])
+        .ok()
+        .json();
+    let in_lane = |lane: &str, id: &Value| {
+        pack[lane].as_array().unwrap().iter().any(|i| {
+            i["citation"].as_str() == Some(&format!("mem://memory/{}", id.as_str().unwrap()))
+        })
+    };
+    assert!(in_lane("must", &never["id"]), "{pack:#}");
+
+    assert_replays(&ws, &doc, "agents-md", "/repo");
+
+    // Round trip: the rules come back as rules in a fresh workspace.
+    let out = ws.path("AGENTS.out.md");
+    ws.run(&["export", "--path", "/repo", "-o", p(&out)]).ok();
+    let fresh = Ws::new();
+    import(&fresh, &out, "agents-md", "/repo");
+    assert_eq!(
+        content_and_kinds(&fresh, "/repo"),
+        content_and_kinds(&ws, "/repo")
+    );
+}
+
+#[test]
+fn a_mem0_export_imports_with_provenance_through_the_gate() {
+    let ws = Ws::new();
+    set_config(
+        &ws,
+        "[gate]\ndefault = \"auto\"\nkinds = { decision = \"review\" }\n",
+    );
+    let doc = fixture("mem0-export.json");
+    let lines = import(&ws, &doc, "mem0", "/people/alex");
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    let first = &lines[0]["memory"];
+    assert_eq!(
+        first["content"],
+        "Prefers dark roast coffee, brewed with an AeroPress"
+    );
+    assert_eq!(first["kind"], "fact");
+    assert_eq!(first["provenance"]["source_ref"], "mem0-export.json#L3-12");
+    assert_eq!(
+        first["attributes"]["mem0_id"],
+        "3f1c9a2e-7b41-4d2a-9c1e-5a8f0d6b2e11"
+    );
+    assert_eq!(first["attributes"]["tags"], "food,preferences");
+    assert_eq!(first["attributes"]["user_id"], "alex");
+    // The workspace reviews decisions: that entry waits as a proposal.
+    let decision = &lines[3];
+    assert!(decision["memory"].is_null(), "{decision}");
+    assert_eq!(decision["proposal"]["status"], "queued", "{decision}");
+    assert_eq!(memories(&ws, "/people/alex").len(), 5);
+    assert_eq!(lines[4]["memory"]["kind"], "preference");
+
+    assert_replays(&ws, &doc, "mem0", "/people/alex");
+    let queued = ws.run(&["review", "list"]).ok().json();
+    assert_eq!(queued.as_array().map(Vec::len), Some(1), "{queued}");
+
+    let out = ws.path("mem0.out.json");
+    ws.run(&[
+        "export",
+        "--adapter",
+        "mem0",
+        "--path",
+        "/people/alex",
+        "-o",
+        p(&out),
+    ])
+    .ok();
+    let exported: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(exported["results"].as_array().map(Vec::len), Some(5));
+    let fresh = Ws::new();
+    import(&fresh, &out, "mem0", "/people/alex");
+    assert_eq!(
+        content_and_kinds(&fresh, "/people/alex"),
+        content_and_kinds(&ws, "/people/alex")
+    );
+}
+
+#[test]
+fn hermes_memory_files_import_as_facts_and_preferences() {
+    let ws = Ws::new();
+    let memory = fixture("hermes/MEMORY.md");
+    let user = fixture("hermes/USER.md");
+    let lines = import(&ws, &memory, "hermes-md", "/hermes");
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    let ci = &lines[2]["memory"];
+    assert_eq!(ci["kind"], "fact");
+    assert_eq!(ci["provenance"]["source_ref"], "MEMORY.md#L5-6");
+    assert!(ci["content"].as_str().unwrap().contains("rerun once"));
+    let profile = import(&ws, &user, "hermes-md", "/hermes/user");
+    assert_eq!(profile.len(), 3);
+    assert!(profile.iter().all(|l| l["memory"]["kind"] == "preference"));
+
+    assert_replays(&ws, &memory, "hermes-md", "/hermes");
+
+    let out = ws.path("USER.md");
+    ws.run(&[
+        "export",
+        "--adapter",
+        "hermes-md",
+        "--path",
+        "/hermes/user",
+        "-o",
+        p(&out),
+    ])
+    .ok();
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.matches("\n§\n").count(), 2, "{text}");
+    let fresh = Ws::new();
+    import(&fresh, &out, "hermes-md", "/hermes/user");
+    assert_eq!(
+        content_and_kinds(&fresh, "/hermes/user"),
+        content_and_kinds(&ws, "/hermes/user")
+    );
+}
+
+/// Every wiki link of the vault, as (from note, to note), from the stored
+/// relations: `links_to` on the linking note, `linked_from` on the target.
+fn link_edges(ws: &Ws, path: &str) -> BTreeSet<(String, String)> {
+    let ms = memories(ws, path);
+    let note_of = |id: &str| {
+        ms.iter()
+            .find(|m| m["id"] == id)
+            .map(|m| m["attributes"]["note"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let mut edges = BTreeSet::new();
+    for m in &ms {
+        let me = m["attributes"]["note"].as_str().unwrap().to_string();
+        for r in m["relations"].as_array().into_iter().flatten() {
+            let other = note_of(r["target"].as_str().unwrap());
+            match r["type"].as_str() {
+                Some("links_to") => edges.insert((me.clone(), other)),
+                Some("linked_from") => edges.insert((other, me.clone())),
+                _ => false,
+            };
+        }
+    }
+    edges
+}
+
+#[test]
+fn an_obsidian_vault_imports_notes_with_front_matter_and_links() {
+    let ws = Ws::new();
+    let vault = fixture("vault");
+    let lines = import(&ws, &vault, "obsidian", "/vault");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    let ms = memories(&ws, "/vault");
+    let deploy = ms
+        .iter()
+        .find(|m| m["attributes"]["note"] == "Deploy checklist")
+        .unwrap();
+    assert_eq!(deploy["kind"], "decision");
+    assert_eq!(deploy["attributes"]["tags"], "ops,deploy");
+    assert_eq!(deploy["attributes"]["owner"], "Sam Okafor");
+    assert_eq!(
+        deploy["provenance"]["source_ref"],
+        "Deploy checklist.md#L9-12"
+    );
+    let want: BTreeSet<(String, String)> = [
+        ("Deploy checklist", "Staging cluster"),
+        ("Deploy checklist", "Runbook - rollback"),
+        ("Staging cluster", "Deploy checklist"),
+        ("Runbook - rollback", "Staging cluster"),
+        ("Meeting 2025-03-04", "Deploy checklist"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(link_edges(&ws, "/vault"), want);
+
+    assert_replays(&ws, &vault, "obsidian", "/vault");
+
+    let out = ws.path("vault-out");
+    let written = ws
+        .run(&[
+            "export",
+            "--adapter",
+            "obsidian",
+            "--path",
+            "/vault",
+            "--split",
+            "-o",
+            p(&out),
+        ])
+        .ok()
+        .json();
+    assert_eq!(written["notes"], 4, "{written}");
+    assert!(out.join("Staging cluster.md").is_file());
+    let fresh = Ws::new();
+    import(&fresh, &out, "obsidian", "/vault");
+    assert_eq!(
+        content_and_kinds(&fresh, "/vault"),
+        content_and_kinds(&ws, "/vault")
+    );
+    assert_eq!(link_edges(&fresh, "/vault"), want);
+}
+
+#[test]
+fn hostile_documents_are_refused_whole_and_store_nothing() {
+    let ws = Ws::new();
+    let huge_note = format!("---\ntags: [a]\n---\n{}\n", "word ".repeat(60_000));
+    // The plugin refuses what it cannot read; the host refuses a document
+    // with an entry the ledger would not store.
+    let cases: Vec<(&str, &str, Vec<u8>, &str)> = vec![
+        (
+            "mem0",
+            "broken.json",
+            b"{\"results\": [{\"memory\": \"ok\"},".to_vec(),
+            "plugin_rejected",
+        ),
+        (
+            "mem0",
+            "deep.json",
+            format!("[{}{}]", "[".repeat(10_000), "]".repeat(10_000)).into_bytes(),
+            "plugin_rejected",
+        ),
+        (
+            "mem0",
+            "huge-meta.json",
+            format!(
+                "[{{\"memory\": \"fine\"}}, {{\"memory\": \"m\", \"metadata\": {{\"note\": \"{}\"}}}}]",
+                "x".repeat(5000)
+            )
+            .into_bytes(),
+            "unprocessable",
+        ),
+        (
+            "obsidian",
+            "nested.md",
+            b"---\nmeta:\n  deep: 1\n---\nbody\n".to_vec(),
+            "plugin_rejected",
+        ),
+        ("obsidian", "big.md", huge_note.into_bytes(), "unprocessable"),
+        ("hermes-md", "MEMORY.md", b"\n\n".to_vec(), "plugin_rejected"),
+    ];
+    for (adapter, name, bytes, code) in cases {
+        let file = ws.write(name, &bytes);
+        let run = ws.run(&[
+            "import",
+            p(&file),
+            "--adapter",
+            adapter,
+            "--path",
+            "/hostile",
+        ]);
+        let err = run.error();
+        assert_eq!(err["code"], code, "{adapter} {name}: {err}");
+        assert!(err["hint"].is_string(), "{adapter} {name}: {err}");
+        assert!(
+            memories(&ws, "/hostile").is_empty(),
+            "{adapter} {name} stored something"
+        );
+    }
+}
+
+#[test]
+fn rest_imports_a_mem0_export_and_exports_a_vault_as_json() {
+    let ws = Ws::new();
+    let admin = token(&ws, "admin", "admin", &[]);
+    let srv = Server::start(&ws, &[]);
+    let a = http();
+    let body = std::fs::read(fixture("mem0-export.json")).unwrap();
+    let url = srv.url("/v1/import?path=/alex&adapter=mem0&name=export.json");
+    let resp = a
+        .post(&url)
+        .header("authorization", format!("Bearer {admin}"))
+        .header("content-type", "application/octet-stream")
+        .send(&body[..])
+        .unwrap();
+    let status = resp.status().as_u16();
+    let results: Value = serde_json::from_str(&resp.into_body().read_to_string().unwrap()).unwrap();
+    assert_eq!(status, 200, "{results}");
+    assert_eq!(results.as_array().map(Vec::len), Some(6), "{results}");
+    assert_eq!(
+        results[1]["result"]["memory"]["provenance"]["source_ref"],
+        "export.json#L13-22"
+    );
+
+    for note in ["Deploy checklist.md", "Staging cluster.md"] {
+        let text = std::fs::read(fixture(&format!("vault/{note}"))).unwrap();
+        let url = srv.url(&format!(
+            "/v1/import?path=/vault&adapter=obsidian&name={}",
+            note.replace(' ', "%20")
+        ));
+        let resp = a
+            .post(&url)
+            .header("authorization", format!("Bearer {admin}"))
+            .send(&text[..])
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+    }
+    let resp = a
+        .get(srv.url("/v1/export?path=/vault&adapter=obsidian&split=true"))
+        .header("authorization", format!("Bearer {admin}"))
+        .call()
+        .unwrap();
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let doc: Value = serde_json::from_str(&resp.into_body().read_to_string().unwrap()).unwrap();
+    let names: Vec<&str> = doc["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["Deploy checklist.md", "Staging cluster.md"],
+        "{doc}"
+    );
+    assert!(
+        doc["documents"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("tags: [infra, k8s]")
+    );
+}
