@@ -50,6 +50,7 @@ pub mod bindings {
 include!(concat!(env!("OUT_DIR"), "/export_macro.rs"));
 
 mod host;
+pub mod facts;
 pub mod text;
 pub mod types;
 
