@@ -38,7 +38,12 @@ pub fn at(item: &Item) -> Option<i64> {
 pub fn entities(item: &Item, kind: &str) -> Vec<String> {
     let mut out: Vec<String> = values(item, kind)
         .into_iter()
-        .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase())
+        .map(|v| {
+            v.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase()
+        })
         .filter(|v| !v.is_empty())
         .collect();
     out.sort();
@@ -67,12 +72,20 @@ mod tests {
         let i = item(
             "a",
             "x",
-            &[("at", "1700000000000"), ("person", " Ada  Lovelace"), ("person", "ada lovelace"), ("place", "")],
+            &[
+                ("at", "1700000000000"),
+                ("person", " Ada  Lovelace"),
+                ("person", "ada lovelace"),
+                ("place", ""),
+            ],
         );
         assert_eq!(at(&i), Some(1_700_000_000_000));
         assert_eq!(entities(&i, "person"), vec!["ada lovelace".to_string()]);
         assert!(entities(&i, "place").is_empty());
-        let plain = Item { tags: vec!["attendee".into(), "at:soon".into()], ..i };
+        let plain = Item {
+            tags: vec!["attendee".into(), "at:soon".into()],
+            ..i
+        };
         assert!(values(&plain, "at").contains(&"soon"));
         assert_eq!(at(&plain), None);
     }

@@ -49,8 +49,8 @@ pub mod bindings {
 
 include!(concat!(env!("OUT_DIR"), "/export_macro.rs"));
 
-mod host;
 pub mod facts;
+mod host;
 pub mod text;
 pub mod types;
 

@@ -14,7 +14,12 @@ pub struct Event;
 const MINUTE_MS: i64 = 60_000;
 
 /// Same-event relations from `subject`, with the time window in minutes.
-pub fn related(subject: &Item, candidates: &[Item], window_minutes: i64, max: usize) -> Vec<Relation> {
+pub fn related(
+    subject: &Item,
+    candidates: &[Item],
+    window_minutes: i64,
+    max: usize,
+) -> Vec<Relation> {
     let window = window_minutes.max(1).saturating_mul(MINUTE_MS);
     let (Some(at), places) = (facts::at(subject), facts::entities(subject, "place")) else {
         return Vec::new();
@@ -41,7 +46,11 @@ pub fn related(subject: &Item, candidates: &[Item], window_minutes: i64, max: us
             })
         })
         .collect();
-    out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.target.cmp(&b.target)));
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.target.cmp(&b.target))
+    });
     out.truncate(max);
     out
 }
@@ -70,8 +79,16 @@ mod tests {
 
     #[test]
     fn a_meeting_and_its_minutes_an_hour_later_are_one_event() {
-        let s = item("a", "Design review with the storage team", &[("at", &at(T0)), ("place", "Room 4.2")]);
-        let c = item("b", "Minutes of the design review", &[("at", &at(T0 + 60 * MINUTE_MS)), ("place", "room  4.2")]);
+        let s = item(
+            "a",
+            "Design review with the storage team",
+            &[("at", &at(T0)), ("place", "Room 4.2")],
+        );
+        let c = item(
+            "b",
+            "Minutes of the design review",
+            &[("at", &at(T0 + 60 * MINUTE_MS)), ("place", "room  4.2")],
+        );
         let r = related(&s, &[c], 180, 10);
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].kind, "same_event");
@@ -82,7 +99,11 @@ mod tests {
     #[test]
     fn two_runs_on_different_days_in_one_lab_are_not_one_event() {
         let s = item("a", "Benchmark run", &[("at", &at(T0)), ("place", "lab")]);
-        let c = item("b", "Benchmark run", &[("at", &at(T0 + DAY)), ("place", "lab")]);
+        let c = item(
+            "b",
+            "Benchmark run",
+            &[("at", &at(T0 + DAY)), ("place", "lab")],
+        );
         assert!(related(&s, &[c], 180, 10).is_empty());
     }
 
@@ -100,11 +121,28 @@ mod tests {
     #[test]
     fn closer_is_better_and_the_subject_never_relates_to_itself() {
         let s = item("a", "x", &[("at", &at(T0)), ("place", "hq")]);
-        let near = item("near", "x", &[("at", &at(T0 - 5 * MINUTE_MS)), ("place", "hq")]);
-        let far = item("far", "x", &[("at", &at(T0 + 170 * MINUTE_MS)), ("place", "hq")]);
+        let near = item(
+            "near",
+            "x",
+            &[("at", &at(T0 - 5 * MINUTE_MS)), ("place", "hq")],
+        );
+        let far = item(
+            "far",
+            "x",
+            &[("at", &at(T0 + 170 * MINUTE_MS)), ("place", "hq")],
+        );
         let r = related(&s, &[far, s.clone(), near], 180, 10);
         let ids: Vec<&str> = r.iter().map(|r| r.target.as_str()).collect();
         assert_eq!(ids, ["near", "far"]);
-        assert_eq!(related(&s, &r.iter().map(|_| s.clone()).collect::<Vec<_>>(), 180, 10).len(), 0);
+        assert_eq!(
+            related(
+                &s,
+                &r.iter().map(|_| s.clone()).collect::<Vec<_>>(),
+                180,
+                10
+            )
+            .len(),
+            0
+        );
     }
 }

@@ -40,14 +40,22 @@ pub fn related(subject: &Item, candidates: &[Item], max: usize) -> Vec<Relation>
             })
         })
         .collect();
-    out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.target.cmp(&b.target)));
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.target.cmp(&b.target))
+    });
     out.truncate(max);
     out
 }
 
 impl RelationDetector for Person {
     fn detect(subject: Item, candidates: Vec<Item>) -> Result<Vec<Relation>, PluginError> {
-        Ok(related(&subject, &candidates, config::get_or("max_relations", 10usize)))
+        Ok(related(
+            &subject,
+            &candidates,
+            config::get_or("max_relations", 10usize),
+        ))
     }
 }
 
@@ -60,7 +68,11 @@ mod tests {
 
     #[test]
     fn a_shared_person_relates_items_whatever_their_wording() {
-        let s = item("a", "1:1 notes", &[("person", "Grace Hopper"), ("person", "Alan Kay")]);
+        let s = item(
+            "a",
+            "1:1 notes",
+            &[("person", "Grace Hopper"), ("person", "Alan Kay")],
+        );
         let c = item("b", "Hiring plan", &[("person", "grace hopper")]);
         let r = related(&s, &[c], 10);
         assert_eq!(r.len(), 1);

@@ -58,8 +58,19 @@ fn month_name(word: &str) -> Option<i64> {
 
 fn is_full_month(word: &str) -> bool {
     [
-        "january", "february", "march", "april", "may", "june", "july", "august", "september",
-        "october", "november", "december", "sept",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "sept",
     ]
     .contains(&word)
 }
@@ -96,7 +107,10 @@ fn tokens(name: &str) -> Vec<Token> {
         let dash = |j: usize| runs.get(j).is_some_and(|(_, s)| *s == Some('-'));
         let small = |j: usize, max: i64| {
             runs.get(j).and_then(|(r, _)| {
-                (r.len() <= 2).then(|| num(r)).flatten().filter(|v| (1..=max).contains(v))
+                (r.len() <= 2)
+                    .then(|| num(r))
+                    .flatten()
+                    .filter(|v| (1..=max).contains(v))
             })
         };
         if digits && run.len() == 4 && *sep == Some('-') {
@@ -132,7 +146,9 @@ fn tokens(name: &str) -> Vec<Token> {
 /// and a score; `None` when they are not neighbours.
 fn step(a: &Token, b: &Token) -> Option<(i64, f32)> {
     let (d, max, score) = match (a, b) {
-        (Token::Num(x), Token::Num(y)) => (i64::try_from(*y).ok()? - i64::try_from(*x).ok()?, 1, 0.9),
+        (Token::Num(x), Token::Num(y)) => {
+            (i64::try_from(*y).ok()? - i64::try_from(*x).ok()?, 1, 0.9)
+        }
         (Token::Month(x), Token::Month(y)) => (y - x, 1, 0.9),
         (Token::MonthName(x), Token::MonthName(y)) => {
             let d = (y - x).rem_euclid(12);
@@ -196,9 +212,17 @@ pub fn related(subject: &Item, candidates: &[Item], max: usize) -> Vec<Relation>
             let theirs_name = name_of(c);
             let (d, score) = neighbours(&mine, &tokens(&theirs_name))?;
             let reason = if d > 0 {
-                format!("'{}' follows '{}' in one series", theirs_name.trim(), name.trim())
+                format!(
+                    "'{}' follows '{}' in one series",
+                    theirs_name.trim(),
+                    name.trim()
+                )
             } else {
-                format!("'{}' follows '{}' in one series", name.trim(), theirs_name.trim())
+                format!(
+                    "'{}' follows '{}' in one series",
+                    name.trim(),
+                    theirs_name.trim()
+                )
             };
             Some(Relation {
                 kind: "sequel".into(),
@@ -209,14 +233,22 @@ pub fn related(subject: &Item, candidates: &[Item], max: usize) -> Vec<Relation>
             })
         })
         .collect();
-    out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.target.cmp(&b.target)));
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.target.cmp(&b.target))
+    });
     out.truncate(max);
     out
 }
 
 impl RelationDetector for Sequel {
     fn detect(subject: Item, candidates: Vec<Item>) -> Result<Vec<Relation>, PluginError> {
-        Ok(related(&subject, &candidates, config::get_or("max_relations", 10usize)))
+        Ok(related(
+            &subject,
+            &candidates,
+            config::get_or("max_relations", 10usize),
+        ))
     }
 }
 
@@ -269,14 +301,23 @@ mod tests {
         let c = item("m2", "Benchmark run 3\ntwo failures", &[]);
         let r = related(&s, &[c, s.clone()], 10);
         assert_eq!(r.len(), 1);
-        assert_eq!(r[0].reason, "'Benchmark run 3' follows 'Benchmark run 2' in one series");
+        assert_eq!(
+            r[0].reason,
+            "'Benchmark run 3' follows 'Benchmark run 2' in one series"
+        );
     }
 
     #[test]
     fn dates_count_days_across_months() {
         assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2026, 3, 1) - days_from_civil(2026, 2, 28), 1);
-        assert_eq!(tokens("x 2026-02"), vec![Token::Word("x".into()), Token::Month(2026 * 12 + 1)]);
+        assert_eq!(
+            days_from_civil(2026, 3, 1) - days_from_civil(2026, 2, 28),
+            1
+        );
+        assert_eq!(
+            tokens("x 2026-02"),
+            vec![Token::Word("x".into()), Token::Month(2026 * 12 + 1)]
+        );
         assert_eq!(tokens("2026-13 x")[0], Token::Num(2026));
     }
 }

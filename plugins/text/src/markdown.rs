@@ -171,11 +171,12 @@ pub(crate) fn process(text: &str, max_chars: usize) -> Processed {
     let mut p = Processed::empty();
     p.title = fm.title;
     p.tags = fm.tags;
-    p.entities.extend(fm.entities.into_iter().map(|(kind, value, n)| Entity {
-        kind: kind.into(),
-        value,
-        lines: Some(LineRange::new(n, n)),
-    }));
+    p.entities
+        .extend(fm.entities.into_iter().map(|(kind, value, n)| Entity {
+            kind: kind.into(),
+            value,
+            lines: Some(LineRange::new(n, n)),
+        }));
     if let Some(date) = fm.date {
         p.metadata.push(("date".into(), date));
     }
@@ -291,7 +292,13 @@ mod tests {
         let got: Vec<(&str, &str, u32)> = p
             .entities
             .iter()
-            .map(|e| (e.kind.as_str(), e.value.as_str(), e.lines.map_or(0, |l| l.start)))
+            .map(|e| {
+                (
+                    e.kind.as_str(),
+                    e.value.as_str(),
+                    e.lines.map_or(0, |l| l.start),
+                )
+            })
             .collect();
         assert_eq!(
             got,
@@ -303,7 +310,10 @@ mod tests {
             ]
         );
         assert_eq!(p.tags, ["team"]);
-        assert!(p.metadata.contains(&("date".to_string(), "2026-03-04".to_string())));
+        assert!(
+            p.metadata
+                .contains(&("date".to_string(), "2026-03-04".to_string()))
+        );
         // Without front matter nothing is guessed.
         assert!(process("people: Ada\n", 1000).entities.is_empty());
     }

@@ -57,7 +57,10 @@ fn decode(bytes: &[u8]) -> Vec<f32> {
 
 /// One vector per text: cached ones from `kv`, the rest embedded in batches.
 fn vectors(model: &str, texts: &[String], batch: usize) -> Result<Vec<Vec<f32>>, PluginError> {
-    let keys: Vec<String> = texts.iter().map(|t| format!("v:{model}:{:016x}", fnv(t))).collect();
+    let keys: Vec<String> = texts
+        .iter()
+        .map(|t| format!("v:{model}:{:016x}", fnv(t)))
+        .collect();
     let mut out: Vec<Option<Vec<f32>>> = keys
         .iter()
         .map(|k| kv::get(k).ok().flatten().map(|b| decode(&b)))
@@ -65,9 +68,13 @@ fn vectors(model: &str, texts: &[String], batch: usize) -> Result<Vec<Vec<f32>>,
     let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
     for group in missing.chunks(batch) {
         let batch_texts: Vec<String> = group.iter().map(|&i| texts[i].clone()).collect();
-        let got = embed::embed(&batch_texts).map_err(|e| PluginError::new("embed_failed", e.message))?;
+        let got =
+            embed::embed(&batch_texts).map_err(|e| PluginError::new("embed_failed", e.message))?;
         if got.len() != group.len() {
-            return Err(PluginError::new("embed_failed", "the host returned a vector count that does not match"));
+            return Err(PluginError::new(
+                "embed_failed",
+                "the host returned a vector count that does not match",
+            ));
         }
         for (&i, v) in group.iter().zip(got) {
             let bytes: Vec<u8> = v.iter().flat_map(|f| f.to_le_bytes()).collect();
@@ -86,11 +93,19 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
     let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
     let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if na == 0.0 || nb == 0.0 { 0.0 } else { (dot / (na * nb)).clamp(0.0, 1.0) }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        (dot / (na * nb)).clamp(0.0, 1.0)
+    }
 }
 
 /// Same-topic relations from `subject`.
-pub fn related(subject: &Item, candidates: &[Item], s: Settings) -> Result<Vec<Relation>, PluginError> {
+pub fn related(
+    subject: &Item,
+    candidates: &[Item],
+    s: Settings,
+) -> Result<Vec<Relation>, PluginError> {
     let subject_text = text_of(subject);
     if subject_text.trim().is_empty() {
         return Ok(Vec::new());
@@ -124,7 +139,11 @@ pub fn related(subject: &Item, candidates: &[Item], s: Settings) -> Result<Vec<R
             })
         })
         .collect();
-    out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.target.cmp(&b.target)));
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.target.cmp(&b.target))
+    });
     out.truncate(s.max_relations);
     Ok(out)
 }
@@ -146,7 +165,16 @@ mod tests {
     /// A toy embedder: one dimension per topic word, so similarity is
     /// shared topic words (a stand-in for the ONNX model).
     fn toy(text: &str) -> Vec<f32> {
-        const VOCAB: [&str; 8] = ["sled", "storage", "database", "backup", "hiring", "interview", "salary", "candidate"];
+        const VOCAB: [&str; 8] = [
+            "sled",
+            "storage",
+            "database",
+            "backup",
+            "hiring",
+            "interview",
+            "salary",
+            "candidate",
+        ];
         let t = text.to_lowercase();
         let mut v: Vec<f32> = VOCAB.iter().map(|w| t.matches(w).count() as f32).collect();
         let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
@@ -155,7 +183,12 @@ mod tests {
     }
 
     fn settings() -> Settings {
-        Settings { threshold: 0.55, max_candidates: 64, max_relations: 10, batch: 2 }
+        Settings {
+            threshold: 0.55,
+            max_candidates: 64,
+            max_relations: 10,
+            batch: 2,
+        }
     }
 
     fn with_toy() {
@@ -195,7 +228,15 @@ mod tests {
         let s = item("a", "sled storage", &[]);
         let e = related(&s, &[item("b", "sled", &[])], settings()).unwrap_err();
         assert_eq!(e.code, "unavailable");
-        assert!(related(&s, &[item("b", "  ", &[])], settings()).unwrap().is_empty());
-        assert!(related(&item("e", "", &[]), &[s.clone()], settings()).unwrap().is_empty());
+        assert!(
+            related(&s, &[item("b", "  ", &[])], settings())
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            related(&item("e", "", &[]), &[s.clone()], settings())
+                .unwrap()
+                .is_empty()
+        );
     }
 }
