@@ -99,7 +99,7 @@ mod tests {
         let r = related(&s, &[one, both, s.clone()], 10);
         let ids: Vec<&str> = r.iter().map(|r| r.target.as_str()).collect();
         assert_eq!(ids, ["both", "one"]);
-        assert_eq!(related(&s, &[s.clone()], 10).len(), 0);
+        assert_eq!(related(&s, std::slice::from_ref(&s), 10).len(), 0);
         assert_eq!(r[0].score, 1.0);
     }
 }

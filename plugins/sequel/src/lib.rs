@@ -113,19 +113,21 @@ fn tokens(name: &str) -> Vec<Token> {
                     .filter(|v| (1..=max).contains(v))
             })
         };
-        if digits && run.len() == 4 && *sep == Some('-') {
-            if let (Some(y), Some(m)) = (num(run), small(i + 1, 12)) {
-                if dash(i + 1)
-                    && let Some(d) = small(i + 2, 31)
-                {
-                    out.push(Token::Day(days_from_civil(y, m, d)));
-                    i += 3;
-                    continue;
-                }
-                out.push(Token::Month(y * 12 + m - 1));
-                i += 2;
+        if digits
+            && run.len() == 4
+            && *sep == Some('-')
+            && let (Some(y), Some(m)) = (num(run), small(i + 1, 12))
+        {
+            if dash(i + 1)
+                && let Some(d) = small(i + 2, 31)
+            {
+                out.push(Token::Day(days_from_civil(y, m, d)));
+                i += 3;
                 continue;
             }
+            out.push(Token::Month(y * 12 + m - 1));
+            i += 2;
+            continue;
         }
         if digits {
             match run.parse::<u64>() {

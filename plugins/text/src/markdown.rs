@@ -94,7 +94,7 @@ fn front_matter(lines: &[(u32, &str)]) -> FrontMatter {
     let body = &lines[1..=end];
     // The list key whose `- item` lines follow: `None` for tags.
     let mut open: Option<Option<&'static str>> = None;
-    let mut add = |fm: &mut FrontMatter, kind: Option<&'static str>, v: &str, n: u32| {
+    let add = |fm: &mut FrontMatter, kind: Option<&'static str>, v: &str, n: u32| {
         let v = unquote(v);
         if v.is_empty() {
             return;

@@ -234,7 +234,7 @@ mod tests {
                 .is_empty()
         );
         assert!(
-            related(&item("e", "", &[]), &[s.clone()], settings())
+            related(&item("e", "", &[]), std::slice::from_ref(&s), settings())
                 .unwrap()
                 .is_empty()
         );
