@@ -42,7 +42,8 @@ static RELATING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 pub struct RefreshReport {
     /// Items whose relations were recomputed (or removed, for items gone).
     pub items: usize,
-    /// Relations stored by this refresh (each counted once, not per end).
+    /// Relations found by this refresh, per item recomputed (a pair found
+    /// from both of its items counts twice).
     pub relations: usize,
     /// Events read from the log.
     pub events: u64,
