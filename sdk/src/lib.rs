@@ -49,6 +49,7 @@ pub mod bindings {
 
 include!(concat!(env!("OUT_DIR"), "/export_macro.rs"));
 
+pub mod facts;
 mod host;
 pub mod text;
 pub mod types;

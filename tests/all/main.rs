@@ -20,6 +20,7 @@ mod memories;
 mod plugins;
 mod read_gate;
 mod recall;
+mod related;
 mod rest;
 mod schemas;
 mod store_errors;

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const TOOLS: [&str; 20] = [
+const TOOLS: [&str; 21] = [
     "mem_archive",
     "mem_check",
     "mem_checkpoint",
@@ -28,6 +28,7 @@ const TOOLS: [&str; 20] = [
     "mem_memory_list",
     "mem_propose",
     "mem_put",
+    "mem_related",
     "mem_remember",
     "mem_restore",
     "mem_resume",

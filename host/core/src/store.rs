@@ -40,6 +40,10 @@ pub enum Table {
     /// `"{task key}\0{seq:016}"` → `Checkpoint` (immutable), and
     /// `"#{checkpoint id}"` → its `"{task key}\0{seq:016}"` key.
     Checkpoints,
+    /// `"{item id}\0{relation type}\0{other item id}"` → a relation a
+    /// detector found between two memories or files, stored from both
+    /// ends so `related` is one prefix scan.
+    Relations,
 }
 
 impl Table {
@@ -57,6 +61,7 @@ impl Table {
         Table::Tokens,
         Table::Tasks,
         Table::Checkpoints,
+        Table::Relations,
     ];
 
     /// Stable name, used as the backend's collection name.
@@ -75,6 +80,7 @@ impl Table {
             Table::Tokens => "tokens",
             Table::Tasks => "tasks",
             Table::Checkpoints => "checkpoints",
+            Table::Relations => "relations",
         }
     }
 

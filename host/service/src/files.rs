@@ -320,7 +320,7 @@ impl Service {
         Ok(path.is_root() || self.store().get(Table::Folders, path.as_str())?.is_some())
     }
 
-    fn file_at(&self, path: &VPath) -> MemResult<Option<Stored<FileRecord>>> {
+    pub(crate) fn file_at(&self, path: &VPath) -> MemResult<Option<Stored<FileRecord>>> {
         match self.store().get(Table::FilePaths, path.as_str())? {
             Some(id) => {
                 let id = String::from_utf8_lossy(&id).to_string();

@@ -25,6 +25,7 @@ pub mod ops;
 pub mod processing;
 pub mod recall;
 mod records;
+pub mod related;
 pub mod requests;
 pub mod schemas;
 mod settings;
@@ -100,9 +101,11 @@ impl Service {
     }
 
     /// Runs after every committed memory or file write: brings derived
-    /// state (the search index) up to the event log.
+    /// state (the search index) up to the event log, and wakes the worker
+    /// to compute relations (a CLI command computes them as it settles).
     pub(crate) fn after_memory_write(&self) -> mem_core::MemResult<()> {
         self.sync_index_after_write();
+        self.wake_worker();
         Ok(())
     }
 

@@ -151,13 +151,15 @@ impl Service {
     }
 
     /// Finishes what writes left for later: processes queued files,
-    /// brings the index up to the log, saves deferred state. The worker
+    /// brings the index up to the log, computes a step of relations,
+    /// saves deferred state. The worker
     /// runs it as work arrives; a CLI command runs it before it exits.
     pub fn settle(&self) {
         if let Err(e) = self.drain_processing() {
             warn("background processing failed", &e);
         }
         self.catch_up_index();
+        self.catch_up_related();
         if let Err(e) = self.flush() {
             warn("cannot save deferred state", &e);
         }

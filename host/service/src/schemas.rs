@@ -105,6 +105,17 @@ pub fn public_schemas() -> Vec<(&'static str, Value)> {
             schema_of::<crate::recall::SearchResult>("search-result", "mem-host search result"),
         ),
         (
+            "related-result",
+            schema_of::<crate::related::RelatedResult>("related-result", "mem-host related items"),
+        ),
+        (
+            "related-refresh",
+            schema_of::<crate::related::RefreshReport>(
+                "related-refresh",
+                "mem-host relation refresh report",
+            ),
+        ),
+        (
             "context-request",
             schema_of::<crate::recall::ContextRequest>(
                 "context-request",

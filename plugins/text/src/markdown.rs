@@ -1,7 +1,8 @@
 //! Markdown: sections at headings (the heading trail is the chunk's
 //! section), paragraphs within a section, code fences never split; title
 //! and tags from front matter, the first H1 and `#hashtags`; links as
-//! entities.
+//! entities, and front matter `people`/`attendees` (person), `place`/
+//! `location` (place) and `date` (metadata) for the relation detectors.
 
 use mem_plugin_sdk::text::numbered_lines;
 use mem_plugin_sdk::types::*;
@@ -40,6 +41,9 @@ fn fence(line: &str) -> Option<&'static str> {
 struct FrontMatter {
     title: Option<String>,
     tags: Vec<String>,
+    /// `(kind, value, line)`: people and places it names.
+    entities: Vec<(&'static str, String, u32)>,
+    date: Option<String>,
     /// Lines it occupies (0 when absent).
     lines: usize,
 }
@@ -51,10 +55,30 @@ fn unquote(s: &str) -> String {
         .to_string()
 }
 
+/// What a front matter list key holds: tags, or entities of a kind.
+fn list_key(line: &str) -> Option<(Option<&'static str>, &str)> {
+    const KEYS: &[(&str, Option<&str>)] = &[
+        ("tags:", None),
+        ("keywords:", None),
+        ("people:", Some("person")),
+        ("person:", Some("person")),
+        ("attendees:", Some("person")),
+        ("author:", Some("person")),
+        ("authors:", Some("person")),
+        ("place:", Some("place")),
+        ("location:", Some("place")),
+        ("where:", Some("place")),
+    ];
+    KEYS.iter()
+        .find_map(|(k, kind)| line.strip_prefix(k).map(|rest| (*kind, rest)))
+}
+
 fn front_matter(lines: &[(u32, &str)]) -> FrontMatter {
     let mut fm = FrontMatter {
         title: None,
         tags: Vec::new(),
+        entities: Vec::new(),
+        date: None,
         lines: 0,
     };
     if lines.first().map(|(_, l)| l.trim()) != Some("---") {
@@ -68,31 +92,39 @@ fn front_matter(lines: &[(u32, &str)]) -> FrontMatter {
         return fm;
     };
     let body = &lines[1..=end];
-    let mut in_tags = false;
-    for (_, line) in body {
+    // The list key whose `- item` lines follow: `None` for tags.
+    let mut open: Option<Option<&'static str>> = None;
+    let add = |fm: &mut FrontMatter, kind: Option<&'static str>, v: &str, n: u32| {
+        let v = unquote(v);
+        if v.is_empty() {
+            return;
+        }
+        match kind {
+            None => fm.tags.push(v.to_lowercase()),
+            Some(kind) => fm.entities.push((kind, v, n)),
+        }
+    };
+    for &(n, line) in body {
         let t = line.trim();
-        if in_tags {
+        if let Some(kind) = open {
             if let Some(item) = t.strip_prefix("- ") {
-                fm.tags.push(unquote(item).to_lowercase());
+                add(&mut fm, kind, item, n);
                 continue;
             }
-            in_tags = false;
+            open = None;
         }
         if let Some(v) = t.strip_prefix("title:") {
             fm.title = Some(unquote(v)).filter(|s| !s.is_empty());
-        } else if let Some(v) = t
-            .strip_prefix("tags:")
-            .or_else(|| t.strip_prefix("keywords:"))
-        {
+        } else if let Some(v) = t.strip_prefix("date:") {
+            fm.date = Some(unquote(v)).filter(|s| !s.is_empty());
+        } else if let Some((kind, v)) = list_key(t) {
             let v = v.trim().trim_start_matches('[').trim_end_matches(']');
             if v.is_empty() {
-                in_tags = true;
+                open = Some(kind);
             } else {
-                fm.tags.extend(
-                    v.split(',')
-                        .map(|s| unquote(s).to_lowercase())
-                        .filter(|s| !s.is_empty()),
-                );
+                for item in v.split(',') {
+                    add(&mut fm, kind, item, n);
+                }
             }
         }
     }
@@ -139,6 +171,15 @@ pub(crate) fn process(text: &str, max_chars: usize) -> Processed {
     let mut p = Processed::empty();
     p.title = fm.title;
     p.tags = fm.tags;
+    p.entities
+        .extend(fm.entities.into_iter().map(|(kind, value, n)| Entity {
+            kind: kind.into(),
+            value,
+            lines: Some(LineRange::new(n, n)),
+        }));
+    if let Some(date) = fm.date {
+        p.metadata.push(("date".into(), date));
+    }
 
     let mut trail: Vec<(usize, String)> = Vec::new();
     let mut blocks: Vec<(LineRange, String)> = Vec::new();
@@ -243,6 +284,39 @@ mod tests {
     use super::*;
 
     const DOC: &str = "---\ntitle: Setup guide\ntags: [ops, Linux]\n---\n# Setup\n\nIntro paragraph.\n\n## Install\n\nRun the installer.\nThen reboot.\n\n```sh\necho one\n\necho two\n```\n\n## Configure #config\n\nEdit [the file](https://example.com/cfg).\n";
+
+    #[test]
+    fn front_matter_people_places_and_date_are_entities_and_metadata() {
+        let doc = "---\ntitle: Offsite\ndate: 2026-03-04\npeople: [Ada Lovelace, 'Grace Hopper']\nattendees:\n  - Alan Kay\nplace: Lisbon office\ntags: [team]\n---\nWe met.\n";
+        let p = process(doc, 1000);
+        let got: Vec<(&str, &str, u32)> = p
+            .entities
+            .iter()
+            .map(|e| {
+                (
+                    e.kind.as_str(),
+                    e.value.as_str(),
+                    e.lines.map_or(0, |l| l.start),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("person", "Ada Lovelace", 4),
+                ("person", "Grace Hopper", 4),
+                ("person", "Alan Kay", 6),
+                ("place", "Lisbon office", 7),
+            ]
+        );
+        assert_eq!(p.tags, ["team"]);
+        assert!(
+            p.metadata
+                .contains(&("date".to_string(), "2026-03-04".to_string()))
+        );
+        // Without front matter nothing is guessed.
+        assert!(process("people: Ada\n", 1000).entities.is_empty());
+    }
 
     #[test]
     fn chunks_follow_headings_with_line_ranges() {

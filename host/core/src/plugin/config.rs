@@ -18,6 +18,7 @@ use super::{Capability, validate_plugin_name};
 /// write_policies = ["evidence"]
 /// read_policies = []
 /// detectors = ["conflicts"]
+/// related = ["conflicts", "topic", "event", "person", "sequel"]
 ///
 /// [plugins.limits]                     # defaults for every plugin
 /// timeout_ms = 2000
@@ -58,6 +59,10 @@ pub struct PluginsConfig {
     /// Relation detectors run on new memories.
     #[serde(default)]
     pub detectors: Vec<String>,
+    /// Relation detectors `related` answers from: run on every new or
+    /// changed memory and file, their findings stored.
+    #[serde(default)]
+    pub related: Vec<String>,
     /// Per-plugin settings: `[plugins.NAME]`.
     #[serde(flatten)]
     pub plugin: BTreeMap<String, PluginSettings>,
@@ -76,6 +81,7 @@ impl Default for PluginsConfig {
             write_policies: Vec::new(),
             read_policies: Vec::new(),
             detectors: Vec::new(),
+            related: Vec::new(),
             plugin: BTreeMap::new(),
         }
     }
@@ -106,6 +112,17 @@ impl PluginsConfig {
             },
             write_policies: vec!["evidence".into()],
             detectors: vec!["conflicts".into()],
+            related: ["conflicts", "topic", "event", "person", "sequel"]
+                .map(String::from)
+                .to_vec(),
+            // `topic` embeds through the host's model and caches vectors.
+            plugin: BTreeMap::from([(
+                "topic".to_string(),
+                PluginSettings {
+                    grants: vec![Capability::Embed, Capability::Kv],
+                    ..PluginSettings::default()
+                },
+            )]),
             ..Self::default()
         }
     }
@@ -177,6 +194,7 @@ impl PluginsConfig {
             ("write_policies", &self.write_policies),
             ("read_policies", &self.read_policies),
             ("detectors", &self.detectors),
+            ("related", &self.related),
         ] {
             if names.iter().any(|n| n == name) {
                 uses.push(list.to_string());

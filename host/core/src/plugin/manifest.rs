@@ -183,6 +183,7 @@ pub const RESERVED_PLUGIN_NAMES: &[&str] = &[
     "write_policies",
     "read_policies",
     "detectors",
+    "related",
 ];
 
 impl PluginManifest {
@@ -235,7 +236,7 @@ pub fn validate_plugin_name(name: &str) -> MemResult<()> {
         Ok(())
     } else {
         Err(MemError::new(ErrorCode::PluginInvalid, format!("'{name}' is not a valid plugin name"))
-            .with_hint("plugin names are lower-case letters, digits and '-', start with a letter, are at most 64 long, and are not one of: limits, baseline_grants, selection, write_policies, read_policies, detectors")
+            .with_hint("plugin names are lower-case letters, digits and '-', start with a letter, are at most 64 long, and are not one of: limits, baseline_grants, selection, write_policies, read_policies, detectors, related")
             .with_details(serde_json::json!({ "plugin": name })))
     }
 }

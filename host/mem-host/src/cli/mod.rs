@@ -12,6 +12,7 @@ mod memory;
 pub mod output;
 mod plugin;
 mod recall;
+mod related;
 mod serve;
 mod tasks;
 
@@ -112,6 +113,8 @@ pub enum Command {
     Model(recall::ModelCommand),
     /// Bring the search index up to date, or rebuild it with --all.
     Reindex(recall::ReindexArgs),
+    /// Items related to a memory or file (--type, --limit), or --refresh relations.
+    Related(related::RelatedArgs),
     /// Write a task's handoff checkpoint (`checkpoint get KEY ID` shows one).
     Checkpoint(tasks::CheckpointArgs),
     /// Tasks you may see, by key.
@@ -193,6 +196,7 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 Command::Search(a) => recall::search(c, &out, a),
                 Command::Context(a) => recall::context(c, &out, a),
                 Command::Reindex(a) => recall::reindex(c, &out, a),
+                Command::Related(a) => related::related(c, &out, a),
                 Command::Token(cmd) => serve::token(c, &out, cmd),
                 Command::Web(a) => serve::web(c, &out, a),
                 Command::Checkpoint(a) => tasks::checkpoint(c, &out, a),

@@ -44,6 +44,7 @@ fn the_tool_list_is_the_agent_surface_only() {
             "mem_memory_list",
             "mem_propose",
             "mem_put",
+            "mem_related",
             "mem_remember",
             "mem_restore",
             "mem_resume",

@@ -4,7 +4,7 @@
 //! requires. Review, write policy, tokens, audit and plugins are not here.
 
 use mem_service::door::{OpEntry, entry};
-use mem_service::ops::{files, memories, recall, tasks};
+use mem_service::ops::{files, memories, recall, related, tasks};
 use mem_service::{check, recall as rc};
 
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +74,12 @@ pub(crate) fn tools() -> Vec<ToolDef> {
              2023\", \"last week\") ranks hits from then higher without filtering the rest. \
              Prefer mem_context to gather evidence for an answer; use mem_search to look things \
              up or explore.",
+        )
+        .reads(),
+        tool(
+            "mem_related",
+            entry::<related::GetRelated>(),
+            "Items related to a memory or a file, best first: `same_topic` (similar meaning),              `same_event` (close in time at one place), `same_person` (name the same people),              `sequel` (next or previous in a name, number or date series), `duplicate_of` and              `conflicts_with`. `id` is a memory id (mem_...), a file id (file_...) or a file's              full path; filter with `type`, cap with `limit` (default 10). Each relation has a              score, a reason and the detector that found it. `pending` means recent writes still              wait for their relations.",
         )
         .reads(),
         tool(

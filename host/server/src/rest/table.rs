@@ -7,7 +7,7 @@
 //! POST takes them as a JSON body.
 
 use mem_service::door::{OpEntry, entry};
-use mem_service::ops::{admin, bundles, files, govern, memories, plugins, recall, tasks};
+use mem_service::ops::{admin, bundles, files, govern, memories, plugins, recall, related, tasks};
 use mem_service::{check, recall as rc, tokens};
 
 /// How a route's request and answer travel.
@@ -239,6 +239,20 @@ pub(crate) fn routes() -> Vec<Route> {
             "status",
             "Processing, index and plugin status",
             entry::<recall::Status>(),
+        ),
+        route(
+            "get",
+            "/v1/related",
+            "related",
+            "Items related to a memory or a file (same topic, event, person, sequel, duplicate, conflict)",
+            entry::<related::GetRelated>(),
+        ),
+        route(
+            "post",
+            "/v1/related/refresh",
+            "refreshRelated",
+            "Recompute relations of new items, or of all (bounded, resumable)",
+            entry::<related::RefreshRelated>(),
         ),
         route(
             "post",

@@ -34,6 +34,11 @@ pub(crate) const NEVER_EXPORTED: &[(Table, &str, &str)] = &[
         "idempotency keys and kept answers",
         "a client's retry state, not workspace content; a retry after the move is a new request",
     ),
+    (
+        Table::Relations,
+        "related-item relations",
+        "derived state: the importing workspace recomputes them from the records as it settles",
+    ),
 ];
 
 /// `Table::Meta` keys that mark an imported bundle (by its manifest's hash).

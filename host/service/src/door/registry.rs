@@ -4,7 +4,7 @@
 
 use super::{Caller, Done, Operation, Replay};
 use crate::access::Scope;
-use crate::ops::{admin, bundles, files, govern, memories, plugins, recall, tasks};
+use crate::ops::{admin, bundles, files, govern, memories, plugins, recall, related, tasks};
 use mem_core::{MemError, MemResult};
 use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;
@@ -102,6 +102,8 @@ static REGISTRY: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<crate::check::CheckRequest>(),
         entry::<recall::Types>(),
         entry::<recall::Status>(),
+        entry::<related::GetRelated>(),
+        entry::<related::RefreshRelated>(),
         entry::<tasks::CheckpointTask>(),
         entry::<tasks::ListTasks>(),
         entry::<tasks::ListCheckpoints>(),

@@ -8,7 +8,7 @@
 //! `rejected`, with every reason, and is audited before anything returns.
 //! Surfaces cannot bypass it: it sits in the service, below all of them.
 
-mod apply;
+pub(crate) mod apply;
 pub(crate) mod authority;
 mod review;
 

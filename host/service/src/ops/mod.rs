@@ -14,6 +14,7 @@ pub mod govern;
 pub mod memories;
 pub mod plugins;
 pub mod recall;
+pub mod related;
 pub mod tasks;
 pub mod web;
 

@@ -344,7 +344,7 @@ impl Service {
                 return Ok(());
             };
             plugins.remove(name);
-            for list in ["write_policies", "read_policies", "detectors"] {
+            for list in ["write_policies", "read_policies", "detectors", "related"] {
                 if let Some(arr) = plugins.get_mut(list).and_then(|v| v.as_array_mut()) {
                     arr.retain(|v| v.as_str() != Some(name));
                 }

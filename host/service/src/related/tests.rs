@@ -1,0 +1,195 @@
+//! Storing and answering relations, with a scripted detector: both ends
+//! see a relation, recomputation replaces only its own findings, a failing
+//! detector keeps its earlier ones, an item gone takes its relations along.
+
+use super::*;
+use crate::fake_host::FakeHost;
+use crate::tests::service_with;
+use crate::{RememberRequest, WorkspaceConfig};
+use mem_core::plugin::{DetectedRelation, PluginsConfig};
+use mem_core::{ErrorCode, VPath};
+use std::sync::Arc;
+
+/// `words`: items sharing the word "sled" are `same_topic`; a subject
+/// with "crash" fails the detector.
+fn words() -> FakeHost {
+    FakeHost {
+        config: PluginsConfig {
+            related: vec!["words".into()],
+            ..Default::default()
+        },
+        detect: Box::new(|subject, candidates| {
+            if subject.text.contains("crash") {
+                return Err(MemError::internal("the detector trapped"));
+            }
+            Ok(candidates
+                .iter()
+                .filter(|c| subject.text.contains("sled") && c.text.contains("sled"))
+                .map(|c| DetectedRelation {
+                    kind: "same_topic".into(),
+                    target: c.id.clone(),
+                    score: 0.7,
+                    reason: "both say sled".into(),
+                    difference: None,
+                })
+                // A kind `related` does not keep, and a target that is no candidate.
+                .chain([
+                    DetectedRelation {
+                        kind: "rhymes_with".into(),
+                        target: subject.id.clone(),
+                        score: 0.9,
+                        reason: "x".into(),
+                        difference: None,
+                    },
+                    DetectedRelation {
+                        kind: "same_topic".into(),
+                        target: "mem_nope".into(),
+                        score: 0.9,
+                        reason: "x".into(),
+                        difference: None,
+                    },
+                ])
+                .collect())
+        }),
+        ..Default::default()
+    }
+}
+
+fn remember(svc: &Service, content: &str, path: &str) -> String {
+    svc.remember(&RememberRequest {
+        content: content.into(),
+        kind: "fact".into(),
+        path: path.into(),
+        idempotency_key: format!("k-{content}"),
+        ..Default::default()
+    })
+    .unwrap()
+    .memory
+    .unwrap()
+    .id
+}
+
+fn all(_: &VPath) -> bool {
+    true
+}
+
+fn ids(r: &RelatedResult) -> Vec<&str> {
+    r.relations.iter().map(|e| e.id.as_str()).collect()
+}
+
+#[test]
+fn a_relation_is_stored_from_both_ends_with_its_detector_and_reason() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let svc = svc.with_plugins(Arc::new(words()));
+    let a = remember(&svc, "we store data in sled", "/ops");
+    let b = remember(&svc, "sled trees are flushed nightly", "/ops");
+    let c = remember(&svc, "lunch is at noon", "/ops");
+    assert!(svc.related(&a, None, 10, &all).unwrap().pending);
+    let report = svc.refresh_related(false, 100).unwrap();
+    assert_eq!(
+        (report.items, report.relations, report.pending),
+        (3, 2, false)
+    );
+    let ra = svc.related(&a, None, 10, &all).unwrap();
+    assert_eq!(ids(&ra), [b.as_str()]);
+    let e = &ra.relations[0];
+    assert_eq!(
+        (e.kind, e.item, e.detector.as_str()),
+        (RelationType::SameTopic, ItemType::Memory, "words")
+    );
+    assert_eq!(e.reason, "both say sled");
+    assert_eq!(e.label, "sled trees are flushed nightly");
+    assert!(!ra.pending);
+    assert_eq!(ids(&svc.related(&b, None, 10, &all).unwrap()), [a.as_str()]);
+    assert!(
+        svc.related(&c, None, 10, &all)
+            .unwrap()
+            .relations
+            .is_empty()
+    );
+    // The type filter and the caller's paths apply.
+    assert!(
+        svc.related(&a, Some(RelationType::Sequel), 10, &all)
+            .unwrap()
+            .relations
+            .is_empty()
+    );
+    // Outside the caller's paths the item reads as missing (a related
+    // item outside them is left out: tests/all/related.rs).
+    let e = svc.related(&a, None, 10, &|_| false).unwrap_err();
+    assert_eq!(e.code, ErrorCode::NotFound);
+}
+
+#[test]
+fn a_refresh_is_bounded_and_resumes_where_it_stopped() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let svc = svc.with_plugins(Arc::new(words()));
+    for i in 0..5 {
+        remember(&svc, &format!("sled note {i}"), "/n");
+    }
+    let first = svc.refresh_related(false, 2).unwrap();
+    assert_eq!((first.items, first.pending), (2, true));
+    let rest = svc.refresh_related(false, 100).unwrap();
+    assert_eq!((rest.items, rest.pending), (3, false));
+    assert!(rest.watermark > first.watermark);
+    // Nothing new: nothing to do; `all` recomputes everything again.
+    assert_eq!(svc.refresh_related(false, 100).unwrap().items, 0);
+    let again = svc.refresh_related(true, 100).unwrap();
+    assert_eq!(again.items, 5);
+    assert_eq!(again.relations, 20);
+}
+
+#[test]
+fn a_failing_detector_keeps_its_earlier_findings_and_an_item_gone_takes_its_relations() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let svc = svc.with_plugins(Arc::new(words()));
+    let a = remember(&svc, "sled is our store", "/ops");
+    let b = remember(&svc, "sled again", "/ops");
+    svc.refresh_related(false, 100).unwrap();
+    // A crash note relates to nothing and fails; a and b keep their relation.
+    let c = remember(&svc, "crash while reading sled", "/ops");
+    let r = svc.refresh_related(false, 100).unwrap();
+    assert_eq!(r.failures.len(), 1, "{:?}", r.failures);
+    assert!(r.failures[0].starts_with("words: "));
+    assert_eq!(ids(&svc.related(&a, None, 10, &all).unwrap()), [b.as_str()]);
+    assert!(
+        svc.related(&c, None, 10, &all)
+            .unwrap()
+            .relations
+            .is_empty()
+    );
+    // Archived: hidden at once, removed from both ends by the next step.
+    let m = svc.memory(&b).unwrap();
+    svc.archive(
+        &b,
+        m.state_version,
+        &crate::access::Access::owner().actor(None, None),
+    )
+    .unwrap();
+    assert!(
+        svc.related(&a, None, 10, &all)
+            .unwrap()
+            .relations
+            .is_empty()
+    );
+    svc.refresh_related(false, 100).unwrap();
+    let left = scan_all(svc.store(), Table::Relations, &format!("{a}\0")).unwrap();
+    assert!(left.is_empty(), "{left:?}");
+    let e = svc.related(&b, None, 10, &all).unwrap_err();
+    assert_eq!(e.code, ErrorCode::NotFound);
+}
+
+#[test]
+fn limits_outside_one_to_a_hundred_are_bad_requests() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let a = remember(&svc, "x", "/a");
+    for bad in [0, MAX_RELATED_LIMIT + 1] {
+        let e = svc.related(&a, None, bad, &all).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadRequest);
+        assert!(!e.hint.is_empty());
+    }
+    // Without detectors nothing is pending and nothing is computed.
+    let r = svc.related(&a, None, 10, &all).unwrap();
+    assert!(!r.pending && r.relations.is_empty());
+    assert_eq!(svc.refresh_related(false, 10).unwrap().items, 0);
+}
