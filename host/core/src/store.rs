@@ -40,6 +40,9 @@ pub enum Table {
     /// `"{task key}\0{seq:016}"` → `Checkpoint` (immutable), and
     /// `"#{checkpoint id}"` → its `"{task key}\0{seq:016}"` key.
     Checkpoints,
+    /// Content-free records of searches and context builds (`"r{seq:020}"`,
+    /// the newest N kept) and the workspace's fingerprint key (`"key"`).
+    RecallLog,
 }
 
 impl Table {
@@ -57,6 +60,7 @@ impl Table {
         Table::Tokens,
         Table::Tasks,
         Table::Checkpoints,
+        Table::RecallLog,
     ];
 
     /// Stable name, used as the backend's collection name.
@@ -75,6 +79,7 @@ impl Table {
             Table::Tokens => "tokens",
             Table::Tasks => "tasks",
             Table::Checkpoints => "checkpoints",
+            Table::RecallLog => "recall_log",
         }
     }
 

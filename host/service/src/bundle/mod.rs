@@ -34,6 +34,11 @@ pub(crate) const NEVER_EXPORTED: &[(Table, &str, &str)] = &[
         "idempotency keys and kept answers",
         "a client's retry state, not workspace content; a retry after the move is a new request",
     ),
+    (
+        Table::RecallLog,
+        "the recall log and its fingerprint key",
+        "machine-local observability; the importing workspace starts its own log under a new key",
+    ),
 ];
 
 /// `Table::Meta` keys that mark an imported bundle (by its manifest's hash).
