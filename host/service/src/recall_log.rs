@@ -157,7 +157,9 @@ impl RecallRecord {
             *rec.rejects.entry(r.rule.clone()).or_default() += 1;
         }
         for h in &p.trace.hidden_by_filter {
-            *rec.rejects.entry(format!("filter:{}", h.filter)).or_default() += 1;
+            *rec.rejects
+                .entry(format!("filter:{}", h.filter))
+                .or_default() += 1;
         }
         rec.chain = p
             .trace

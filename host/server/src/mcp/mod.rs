@@ -20,8 +20,8 @@ use mem_service::Service;
 use mem_service::WorkspaceConfig;
 use mem_service::access::Access;
 use mem_service::door::{Done, Operation, find};
-use mem_service::ops::files::ReadFile;
 use mem_service::navigation::catalog::Catalog;
+use mem_service::ops::files::ReadFile;
 use mem_service::ops::memories::GetMemory;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
@@ -413,11 +413,12 @@ impl ServerHandler for MemMcp {
             Err(e) => return Err(protocol_error(&e)),
         };
         let catalog = Resource::new(CATALOG_URI, "catalog")
-            .with_description("What the workspace holds by folder, type and subject: read it first.")
+            .with_description(
+                "What the workspace holds by folder, type and subject: read it first.",
+            )
             .with_mime_type("application/json");
         let resources = std::iter::once(catalog)
-            .chain(items.into_iter()
-            .map(|m| {
+            .chain(items.into_iter().map(|m| {
                 let text = m.content.as_deref().unwrap_or("");
                 let name: String = text.chars().take(80).collect();
                 Resource::new(format!("mem://memory/{}", m.id), name)

@@ -42,11 +42,7 @@ pub struct Catalog {
     pub kind: Option<String>,
     /// Only memories of this type (a kind or a schema type such as
     /// `coding.project_rule`; with `kind`, both must match).
-    #[serde(
-        default,
-        rename = "type",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::ops::fields::opt_kind")]
     pub type_name: Option<String>,
     /// Memory lifecycle: `active` (default), `archived`, `superseded`,
@@ -118,7 +114,9 @@ pub struct Group {
     pub role: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Record {
     Memory,
@@ -333,7 +331,9 @@ impl crate::Service {
         for (key, raw) in scan_all(self.store(), Table::Memories, "")? {
             let m: Memory = decode(Table::Memories, &key, &raw)?;
             if !admits(&m.path)
-                || f.lifecycles.as_ref().is_some_and(|l| !l.contains(&m.lifecycle))
+                || f.lifecycles
+                    .as_ref()
+                    .is_some_and(|l| !l.contains(&m.lifecycle))
                 || (!f.kinds.is_empty() && f.kinds.iter().any(|k| *k != m.kind))
             {
                 continue;
@@ -433,7 +433,14 @@ mod tests {
         assert_eq!(e.code.http_status(), 409);
         let other = position(Some("c7-12-abcdef01"), 7, "00000000").unwrap_err();
         assert_eq!(other.code, ErrorCode::BadRequest);
-        for bad in ["", "c", "c7-12", "x7-12-abcdef01", "c7-12-abcdef01-1", "c-1-2-abcdef01"] {
+        for bad in [
+            "",
+            "c",
+            "c7-12",
+            "x7-12-abcdef01",
+            "c7-12-abcdef01-1",
+            "c-1-2-abcdef01",
+        ] {
             assert_eq!(
                 position(Some(bad), 7, "abcdef01").unwrap_err().code,
                 ErrorCode::BadRequest,

@@ -4,9 +4,9 @@
 //! the workspace revision, so a page never mixes two states of the store.
 
 pub mod catalog;
-pub mod trace;
 #[cfg(test)]
 mod tests;
+pub mod trace;
 
 use mem_core::MemResult;
 use mem_core::store::Log;

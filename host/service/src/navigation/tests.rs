@@ -1,8 +1,8 @@
 //! Catalog and trace on the real sled store.
 
 use super::catalog::{Catalog, Record};
-use super::{filters_digest, title};
 use super::trace::{Direction, EdgeClass, Trace};
+use super::{filters_digest, title};
 use crate::RememberRequest;
 use crate::records::{decode, encode};
 use crate::tests::service;
@@ -301,13 +301,7 @@ fn trace_budgets_above_their_maxima_are_refused() {
         },
     ] {
         let e = svc
-            .trace(
-                &Trace {
-                    id: a.clone(),
-                    ..t
-                },
-                &everywhere,
-            )
+            .trace(&Trace { id: a.clone(), ..t }, &everywhere)
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::BadRequest);
         assert!(e.details["maximum"].is_number(), "{e:?}");

@@ -516,7 +516,8 @@ impl crate::Service {
                 position += 1;
                 continue;
             }
-            let size = step.edge.as_ref().map_or(0, size_of) + step.node.as_ref().map_or(0, size_of);
+            let size =
+                step.edge.as_ref().map_or(0, size_of) + step.node.as_ref().map_or(0, size_of);
             let first = nodes.is_empty() && edges.is_empty();
             let over = if step.node.is_some() && nodes.len() == b.nodes {
                 Some("nodes")
