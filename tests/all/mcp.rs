@@ -13,8 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const TOOLS: [&str; 21] = [
+const TOOLS: [&str; 23] = [
     "mem_archive",
+    "mem_catalog",
     "mem_check",
     "mem_checkpoint",
     "mem_checkpoint_get",
@@ -34,6 +35,7 @@ const TOOLS: [&str; 21] = [
     "mem_resume",
     "mem_search",
     "mem_task_list",
+    "mem_trace",
     "mem_types",
 ];
 
@@ -82,6 +84,7 @@ fn check_summary(s: &Value) -> String {
     );
     let instructions = s["instructions"].as_str().unwrap_or_default();
     assert!(instructions.contains("mem_context"), "{instructions}");
+    assert!(instructions.contains("mem://catalog"), "{instructions}");
     assert!(instructions.contains("idempotency_key"), "{instructions}");
 
     let tools: Vec<&str> = s["tools"]

@@ -40,6 +40,9 @@ pub enum ErrorCode {
     /// A checkpoint's base is not the task's current head.
     #[serde(rename = "checkpoint_conflict")]
     CheckpointConflict,
+    /// A page cursor was issued for an older revision of the workspace.
+    #[serde(rename = "cursor_stale")]
+    CursorStale,
     #[serde(rename = "confirmation_required")]
     ConfirmationRequired,
     #[serde(rename = "invalid_state")]
@@ -126,6 +129,7 @@ impl ErrorCode {
         Self::VersionConflict,
         Self::BadHandoff,
         Self::CheckpointConflict,
+        Self::CursorStale,
         Self::ConfirmationRequired,
         Self::InvalidState,
         Self::UnknownMemoryType,
@@ -188,6 +192,9 @@ impl ErrorCode {
             }
             Self::BadHandoff => {
                 "correct the named field of the handoff document (schemas/handoff.v1.json)"
+            }
+            Self::CursorStale => {
+                "the workspace changed since the cursor was issued; request again without the cursor"
             }
             Self::CheckpointConflict => {
                 "another checkpoint was written first: resume the task, merge its handoff into yours, and checkpoint again on the head it names"
@@ -299,6 +306,7 @@ impl ErrorCode {
             | Self::IdempotencyConflict
             | Self::VersionConflict
             | Self::CheckpointConflict
+            | Self::CursorStale
             | Self::InvalidState
             | Self::WorkspaceNotEmpty => 409,
             Self::PayloadTooLarge => 413,
@@ -339,6 +347,7 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     (ErrorCode::VersionConflict, "version_conflict"),
     (ErrorCode::BadHandoff, "bad_handoff"),
     (ErrorCode::CheckpointConflict, "checkpoint_conflict"),
+    (ErrorCode::CursorStale, "cursor_stale"),
     (ErrorCode::ConfirmationRequired, "confirmation_required"),
     (ErrorCode::InvalidState, "invalid_state"),
     (ErrorCode::UnknownMemoryType, "unknown_memory_type"),

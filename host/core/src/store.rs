@@ -44,6 +44,9 @@ pub enum Table {
     /// detector found between two memories or files, stored from both
     /// ends so `related` is one prefix scan.
     Relations,
+    /// Content-free records of searches and context builds (`"r{seq:020}"`,
+    /// the newest N kept) and the workspace's fingerprint key (`"key"`).
+    RecallLog,
 }
 
 impl Table {
@@ -62,6 +65,7 @@ impl Table {
         Table::Tasks,
         Table::Checkpoints,
         Table::Relations,
+        Table::RecallLog,
     ];
 
     /// Stable name, used as the backend's collection name.
@@ -81,6 +85,7 @@ impl Table {
             Table::Tasks => "tasks",
             Table::Checkpoints => "checkpoints",
             Table::Relations => "relations",
+            Table::RecallLog => "recall_log",
         }
     }
 

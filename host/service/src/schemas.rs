@@ -153,6 +153,24 @@ pub fn public_schemas() -> Vec<(&'static str, Value)> {
             ),
         ),
         (
+            "catalog-page",
+            schema_of::<crate::navigation::catalog::CatalogPage>(
+                "catalog-page",
+                "mem-host catalog page",
+            ),
+        ),
+        (
+            "trace-result",
+            schema_of::<crate::navigation::trace::TraceResult>(
+                "trace-result",
+                "mem-host trace result",
+            ),
+        ),
+        (
+            "recall-log",
+            schema_of::<crate::recall_log::RecallLogReport>("recall-log", "mem-host recall log"),
+        ),
+        (
             "task-list",
             schema_of::<crate::ops::tasks::TaskPage>("task-list", "mem-host task list"),
         ),

@@ -9,6 +9,7 @@ mod govern;
 mod lines;
 mod mcp;
 mod memory;
+mod navigate;
 pub mod output;
 mod plugin;
 mod recall;
@@ -96,6 +97,13 @@ pub enum Command {
     Verify(bundle::VerifyArgs),
     /// Every memory type with its role and fields.
     Types,
+    /// What the workspace holds by folder, type and subject (paged).
+    Catalog(navigate::CatalogArgs),
+    /// Walk a memory's explicit relations breadth-first.
+    Trace(navigate::TraceArgs),
+    /// The recall log: content-free records of searches and context builds.
+    #[command(subcommand)]
+    Recall(navigate::RecallCommand),
     /// Check memories and types for consistency (exit 1 on errors).
     Lint,
     /// Check a planned action against remembered constraints (exit 1 unless ALLOW).
@@ -185,6 +193,9 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 Command::Review(cmd) => govern::review(c, &out, cmd),
                 Command::Audit(cmd) => govern::audit(c, &out, cmd),
                 Command::Types => govern::types(c, &out),
+                Command::Catalog(a) => navigate::catalog(c, &out, a),
+                Command::Trace(a) => navigate::trace(c, &out, a),
+                Command::Recall(cmd) => navigate::recall(c, &out, cmd),
                 Command::Plugin(cmd) => plugin::run(c, &out, cmd),
                 Command::Status => plugin::status(c, &out),
                 Command::Import(a) => documents::import(c, &out, a),

@@ -20,6 +20,7 @@ use mem_service::Service;
 use mem_service::WorkspaceConfig;
 use mem_service::access::Access;
 use mem_service::door::{Done, Operation, find};
+use mem_service::navigation::catalog::Catalog;
 use mem_service::ops::files::ReadFile;
 use mem_service::ops::memories::GetMemory;
 use rmcp::model::{
@@ -46,6 +47,11 @@ memories (small typed statements such as decisions, facts, preferences, \
 constraints) with provenance.
 
 How to work with it:
+0. New to this workspace? Read the catalog first (mem_catalog, or the \
+mem://catalog resource): what it holds by folder, type and subject, with \
+exact counts, so you know where to look and what to ask for. mem_trace \
+follows a memory's relations (what it supersedes, conflicts with, \
+duplicates) when you need its history.
 1. Before answering or acting on anything that may have history, call \
 mem_context with the question in plain words. It returns a budgeted pack of \
 cited items in lanes (must, should, context, provisional, conflict). Treat \
@@ -294,19 +300,25 @@ impl MemMcp {
     }
 }
 
-/// A `mem://` resource: a memory or a file.
+/// A `mem://` resource: a memory, a file, or the catalog's first page.
 #[derive(Debug, PartialEq)]
 enum MemUri<'a> {
     Memory(&'a str),
     File(&'a str),
+    Catalog,
 }
+
+const CATALOG_URI: &str = "mem://catalog";
 
 fn parse_uri(uri: &str) -> MemResult<MemUri<'_>> {
     // A file citation carries a line range (`#L10-24`); the resource is the file.
     let base = uri.split('#').next().unwrap_or(uri).trim();
+    if base == CATALOG_URI {
+        return Ok(MemUri::Catalog);
+    }
     let bad = || {
         MemError::bad_request(format!("unknown resource {uri:?}"))
-            .with_hint("resources are mem://memory/ID and mem://file/ID")
+            .with_hint("resources are mem://catalog, mem://memory/ID and mem://file/ID")
     };
     let (what, id) = base
         .strip_prefix("mem://")
@@ -400,15 +412,19 @@ impl ServerHandler for MemMcp {
             Err(e) if e.code == ErrorCode::Forbidden => Vec::new(),
             Err(e) => return Err(protocol_error(&e)),
         };
-        let resources = items
-            .into_iter()
-            .map(|m| {
+        let catalog = Resource::new(CATALOG_URI, "catalog")
+            .with_description(
+                "What the workspace holds by folder, type and subject: read it first.",
+            )
+            .with_mime_type("application/json");
+        let resources = std::iter::once(catalog)
+            .chain(items.into_iter().map(|m| {
                 let text = m.content.as_deref().unwrap_or("");
                 let name: String = text.chars().take(80).collect();
                 Resource::new(format!("mem://memory/{}", m.id), name)
                     .with_description(format!("{} in {}", m.kind, m.path.as_str()))
                     .with_mime_type("application/json")
-            })
+            }))
             .collect();
         Ok(ListResourcesResult::with_all_items(resources))
     }
@@ -422,6 +438,7 @@ impl ServerHandler for MemMcp {
         let ext = &context.extensions;
         let text = async {
             match parse_uri(&request.uri)? {
+                MemUri::Catalog => pretty(&self.run_typed(ext, Catalog::default()).await?),
                 MemUri::Memory(id) => {
                     pretty(&self.run_typed(ext, GetMemory { id: id.into() }).await?)
                 }

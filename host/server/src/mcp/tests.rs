@@ -31,6 +31,7 @@ fn the_tool_list_is_the_agent_surface_only() {
         names,
         [
             "mem_archive",
+            "mem_catalog",
             "mem_check",
             "mem_checkpoint",
             "mem_checkpoint_get",
@@ -50,6 +51,7 @@ fn the_tool_list_is_the_agent_surface_only() {
             "mem_resume",
             "mem_search",
             "mem_task_list",
+            "mem_trace",
             "mem_types",
         ]
     );
@@ -119,7 +121,9 @@ fn resource_uris_parse() {
         parse_uri("mem://file/file_1#L3-9").unwrap(),
         MemUri::File("file_1")
     );
+    assert_eq!(parse_uri("mem://catalog").unwrap(), MemUri::Catalog);
     for bad in [
+        "mem://catalog/x",
         "mem://memory/",
         "mem://other/x",
         "http://x/y",
@@ -185,4 +189,14 @@ async fn regression_a_retried_archive_returns_the_first_answer() {
     let again = mcp.call("mem_archive", &ext, archive).await;
     assert_eq!(again.is_error, Some(false), "{again:?}");
     assert_eq!(again.structured_content, first.structured_content);
+}
+
+/// Agents are told to read the catalog before anything else.
+#[test]
+fn the_instructions_send_agents_to_the_catalog_first() {
+    let catalog = INSTRUCTIONS.find("mem_catalog").unwrap();
+    assert!(INSTRUCTIONS.contains(CATALOG_URI));
+    for later in ["mem_context", "mem_search", "mem_remember"] {
+        assert!(catalog < INSTRUCTIONS.find(later).unwrap(), "{later}");
+    }
 }

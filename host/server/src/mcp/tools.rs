@@ -163,6 +163,28 @@ pub(crate) fn tools() -> Vec<ToolDef> {
              queues it for a person to review; the outcome says which.",
         ),
         tool(
+            "mem_catalog",
+            entry::<mem_service::navigation::catalog::Catalog>(),
+            "Read the workspace's catalog first: what it holds under `path` (default /), grouped \
+             by folder, type (memory kinds and file MIME types, with roles) and subject, with exact \
+             totals, then the items themselves (id, type, status, a short title, citation) in \
+             pages bounded by `limit` and `max_bytes`. Filter by `kind`/`type` and `status` \
+             (active by default, or all). When `truncated`, pass `next_cursor` back as `cursor`; \
+             a cursor_stale error means the workspace changed: start again without it.",
+        )
+        .reads(),
+        tool(
+            "mem_trace",
+            entry::<mem_service::navigation::trace::Trace>(),
+            "Follow a memory's explicit relations (supersedes, superseded_by, conflicts_with, \
+             duplicate_of, ...) breadth-first from `id`: `direction` out (the relations it holds, \
+             default), in (relations others hold to it) or both, optionally one `relation` kind, \
+             up to `depth` hops (default 3) under `nodes`/`edges`/`max_bytes` budgets (defaults \
+             20/40/8192). Each edge is tree, back (a cycle), cross or missing (not visible). When \
+             `truncated`, pass `next_cursor` back as `cursor` to continue.",
+        )
+        .reads(),
+        tool(
             "mem_types",
             entry::<recall::Types>(),
             "List the memory types (kinds) this workspace accepts, with their roles, descriptions \

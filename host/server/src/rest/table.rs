@@ -255,6 +255,27 @@ pub(crate) fn routes() -> Vec<Route> {
             entry::<related::RefreshRelated>(),
         ),
         route(
+            "get",
+            "/v1/catalog",
+            "catalog",
+            "What the workspace holds by folder, type and subject (paged)",
+            entry::<mem_service::navigation::catalog::Catalog>(),
+        ),
+        route(
+            "get",
+            "/v1/trace/{id}",
+            "trace",
+            "Walk a memory's explicit relations breadth-first (paged)",
+            entry::<mem_service::navigation::trace::Trace>(),
+        ),
+        route(
+            "get",
+            "/v1/recall-log",
+            "recallLog",
+            "Content-free records of searches and context builds (owner)",
+            entry::<mem_service::recall_log::RecallLogQuery>(),
+        ),
+        route(
             "post",
             "/v1/proposals",
             "propose",

@@ -39,6 +39,11 @@ pub(crate) const NEVER_EXPORTED: &[(Table, &str, &str)] = &[
         "related-item relations",
         "derived state: the importing workspace recomputes them from the records as it settles",
     ),
+    (
+        Table::RecallLog,
+        "the recall log and its fingerprint key",
+        "machine-local observability; the importing workspace starts its own log under a new key",
+    ),
 ];
 
 /// `Table::Meta` keys that mark an imported bundle (by its manifest's hash).

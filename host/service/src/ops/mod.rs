@@ -12,6 +12,7 @@ pub mod fields;
 pub mod files;
 pub mod govern;
 pub mod memories;
+pub mod navigation;
 pub mod plugins;
 pub mod recall;
 pub mod related;

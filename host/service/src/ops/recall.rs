@@ -6,10 +6,12 @@ use crate::check::{CheckRequest, CheckResult};
 use crate::door::{Caller, Operation, Replay};
 use crate::processing::WorkspaceStatus;
 use crate::recall::{ContextPack, ContextRequest, SearchQuery, SearchResult};
+use crate::recall_log::{Observed, RecallOp, RecallRecord};
 use crate::types::TypeDef;
 use mem_core::MemResult;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::time::Instant;
 
 impl Operation for SearchQuery {
     const NAME: &'static str = "recall.search";
@@ -22,7 +24,16 @@ impl Operation for SearchQuery {
         // Search filters by the boundary inside the index, so limits count
         // only what the caller may see.
         self.within = c.access.within();
-        c.svc.search(&self)
+        let started = Instant::now();
+        let mut result = c.svc.search(&self)?;
+        let o = c.observed(RecallOp::Search, &self.query, started);
+        if let Some(w) = c
+            .svc
+            .observe(&o, |fp| RecallRecord::of_search(&o, fp, &result))
+        {
+            result.warnings.push(w);
+        }
+        Ok(result)
     }
 }
 
@@ -35,7 +46,28 @@ impl Operation for ContextRequest {
     fn run(mut self, c: &Caller<'_>) -> MemResult<ContextPack> {
         c.require(Scope::Search)?;
         self.within = c.access.within();
-        c.svc.context(&self)
+        let started = Instant::now();
+        let mut pack = c.svc.context(&self)?;
+        let o = c.observed(RecallOp::Context, &self.query, started);
+        if let Some(w) = c
+            .svc
+            .observe(&o, |fp| RecallRecord::of_context(&o, fp, &pack))
+        {
+            pack.warnings.push(w);
+        }
+        Ok(pack)
+    }
+}
+
+impl Caller<'_> {
+    /// What the recall log needs of a recall this caller made.
+    fn observed(&self, op: RecallOp, query: &str, started: Instant) -> Observed {
+        Observed {
+            op,
+            query: query.to_string(),
+            caller: self.access.token_id().unwrap_or("owner").to_string(),
+            took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }
     }
 }
 
