@@ -15,7 +15,7 @@ use crate::recall::{ContextPack, SearchResult};
 use crate::records::{decode, encode};
 use mem_core::store::{Batch, Durability, Scan, StoreError, Table};
 use mem_core::time::{Timestamp, now};
-use mem_core::{MemError, MemResult};
+use mem_core::{ErrorCode, MemError, MemResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -355,9 +355,12 @@ impl crate::Service {
         }
         let fingerprint = match (&q.fingerprint, &q.query) {
             (Some(_), Some(_)) => {
-                return Err(MemError::bad_request("give fingerprint or query, not both")
-                    .with_hint("query computes the fingerprint; send one of them")
-                    .with_details(json!({ "field": "query" })));
+                return Err(MemError::new(
+                    ErrorCode::Unprocessable,
+                    "give fingerprint or query, not both",
+                )
+                .with_hint("query computes the fingerprint; send one of them")
+                .with_details(json!({ "field": "query" })));
             }
             (Some(f), None) => Some(f.trim().to_ascii_lowercase()),
             (None, Some(text)) => {
@@ -482,7 +485,7 @@ mod tests {
                 limit: None,
             })
             .unwrap_err();
-        assert_eq!(e.code, mem_core::ErrorCode::BadRequest);
+        assert_eq!(e.code, mem_core::ErrorCode::Unprocessable);
         let e = svc
             .recall_log(&RecallLogQuery {
                 limit: Some(MAX_LOG_LIMIT + 1),

@@ -227,7 +227,7 @@ pub(crate) fn out_of_range(field: &str, min: usize, max: usize) -> MemError {
 fn position(cursor: Option<&str>, revision: u64, digest: &str) -> MemResult<usize> {
     let Some(c) = cursor else { return Ok(0) };
     let bad = || {
-        MemError::bad_request(format!("bad cursor {c:?}"))
+        MemError::new(ErrorCode::Unprocessable, format!("bad cursor {c:?}"))
             .with_hint("pass back the next_cursor of the previous page of the same request")
             .with_details(json!({ "field": "cursor" }))
     };
@@ -240,7 +240,8 @@ fn position(cursor: Option<&str>, revision: u64, digest: &str) -> MemResult<usiz
     let rev: u64 = rev.parse().map_err(|_| bad())?;
     let pos: usize = pos.parse().map_err(|_| bad())?;
     if dig != digest {
-        return Err(MemError::bad_request(
+        return Err(MemError::new(
+            ErrorCode::Unprocessable,
             "the cursor belongs to a catalog request with other filters",
         )
         .with_hint("send the cursor with the same path, kind, type and status, or drop it")

@@ -22,7 +22,7 @@ use super::{filters_digest, title};
 use crate::records::{decode, load, scan_all};
 use mem_core::model::{FileRecord, Memory};
 use mem_core::store::Table;
-use mem_core::{MemError, MemResult, VPath, id};
+use mem_core::{ErrorCode, MemError, MemResult, VPath, id};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -215,7 +215,7 @@ impl Trace {
 fn start_of(cursor: Option<&str>, revision: u64, digest: &str) -> MemResult<usize> {
     let Some(c) = cursor else { return Ok(0) };
     let bad = || {
-        MemError::bad_request(format!("bad cursor {c:?}"))
+        MemError::new(ErrorCode::Unprocessable, format!("bad cursor {c:?}"))
             .with_hint("pass back the next_cursor of the previous page of the same trace")
             .with_details(json!({ "field": "cursor" }))
     };
