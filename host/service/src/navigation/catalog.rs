@@ -433,7 +433,7 @@ mod tests {
         assert_eq!(e.code, ErrorCode::CursorStale);
         assert_eq!(e.code.http_status(), 409);
         let other = position(Some("c7-12-abcdef01"), 7, "00000000").unwrap_err();
-        assert_eq!(other.code, ErrorCode::BadRequest);
+        assert_eq!(other.code, ErrorCode::Unprocessable);
         for bad in [
             "",
             "c",
@@ -444,7 +444,7 @@ mod tests {
         ] {
             assert_eq!(
                 position(Some(bad), 7, "abcdef01").unwrap_err().code,
-                ErrorCode::BadRequest,
+                ErrorCode::Unprocessable,
                 "{bad}"
             );
         }
