@@ -284,6 +284,57 @@ fn the_ledger_pages_with_cursors_and_escapes_what_it_shows() {
     );
 }
 
+/// A file's page shows what processing made of it (escaped), pages its
+/// chunks with their locators, and has a place for its relations.
+#[test]
+fn the_file_page_shows_chunks_with_locators_entities_and_relations() {
+    let ws = Ws::new();
+    let mut md = String::from("---\ntitle: Big\npeople: [<i>Ada</i>]\n---\n");
+    for i in 0..25 {
+        md.push_str(&format!("## Part {i}\n\nText of part {i}.\n\n"));
+    }
+    let src = ws.write("big.md", md.as_bytes());
+    let put = ws
+        .run(&["put", crate::support::p(&src), "--to", "/docs"])
+        .ok()
+        .json();
+    let id = put["file"]["id"].as_str().unwrap().to_string();
+    let info = ws.run(&["info", &id, "--chunks-limit", "100"]).ok().json();
+    let count = info["processed"]["chunk_count"].as_u64().unwrap();
+    assert!(count > 20, "{count} chunks");
+    let srv = Server::start(&ws, &[]);
+    let (cookie, _) = sign_in(&link(&ws, &srv, &[]));
+    let (code, page) = get_page(&srv, &cookie, &format!("/drive/file?target={id}"));
+    assert_eq!(code, 200);
+    assert_eq!(
+        page.matches(r#"<tr id="chunk-"#).count(),
+        20,
+        "a page of chunks"
+    );
+    let first = info["processed"]["chunks"][0]["locator"].as_str().unwrap();
+    assert!(page.contains(first), "locators shown");
+    assert!(
+        page.contains("&lt;i&gt;Ada&lt;/i&gt;") && !page.contains("<i>Ada"),
+        "entities escaped"
+    );
+    assert!(page.contains(r#"id="rel-h""#), "a relations section");
+    let at = page
+        .find(r#"rel="next" href=""#)
+        .expect("a next page of chunks");
+    let rest = &page[at + r#"rel="next" href=""#.len()..];
+    let next = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+    let (_, second) = get_page(&srv, &cookie, &next);
+    assert_eq!(
+        second.matches(r#"<tr id="chunk-"#).count() as u64,
+        count - 20,
+        "the rest"
+    );
+    let last = info["processed"]["chunks"][(count - 1) as usize]["locator"]
+        .as_str()
+        .unwrap();
+    assert!(second.contains(last) && !second.contains(r#"rel="next""#));
+}
+
 fn artifacts() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .parent()
@@ -344,6 +395,8 @@ fn a_person_walks_the_page_in_a_real_browser() {
     b.submit("form.upload button[type=submit]");
     b.wait_for("#index-status[data-status=done]", Duration::from_secs(60));
     assert!(b.text("h1").contains("runbook.md"));
+    assert!(!b.all("#chunks code").is_empty(), "{}", b.source());
+    assert!(b.text("#chunks").contains("mem://file/"), "locators shown");
     shot("02-file-processed");
     b.goto(&srv.url("/drive"));
     assert!(b.source().contains("runbook.md"));

@@ -52,9 +52,12 @@ pub(crate) fn tools() -> Vec<ToolDef> {
         tool(
             "mem_get",
             entry::<files::ReadFile>(),
-            "Read a file: its record (id, path, mime, size, tags, index status) and its text \
-             content. `target` is a file id (file_...) or the full path. Content longer than \
-             `max_chars` (default 200000) is cut and `truncated` is set; binary files return no text.",
+            "Read a file: its record (id, path, mime, size, tags, index status), what processing \
+             found (`file.processed`: metadata, entities, suggested tags and a page of chunks, \
+             each with its citable locator mem://file/ID#Lx-y; page with `chunks_from` and \
+             `chunks_limit`) and its text content. `target` is a file id (file_...) or the full \
+             path. Content longer than `max_chars` (default 200000) is cut and `truncated` is \
+             set; binary files return no text.",
         )
         .reads(),
         tool(
