@@ -335,6 +335,55 @@ fn the_file_page_shows_chunks_with_locators_entities_and_relations() {
     assert!(second.contains(last) && !second.contains(r#"rel="next""#));
 }
 
+/// The ledger's agent and pinned filters narrow it and travel with the
+/// next-page link; a bad pinned value is the operation's error.
+#[test]
+fn the_ledger_filters_by_agent_and_pinned() {
+    let ws = Ws::new();
+    let lines: String = (0..70)
+        .map(|i| {
+            format!(
+                "{}\n",
+                serde_json::json!({
+                    "content": format!("note {i}"), "kind": "fact", "path": "/p",
+                    "idempotency_key": format!("k{i}"),
+                    "agent_id": if i % 5 == 0 { "scout" } else { "other" },
+                })
+            )
+        })
+        .collect();
+    let file = ws.write("m.jsonl", lines.as_bytes());
+    ws.run(&["remember", "--jsonl", crate::support::p(&file)])
+        .ok();
+    let pin = ws.remember("pinned one", "/q", None);
+    ws.run(&[
+        "memory",
+        "feedback",
+        pin["id"].as_str().unwrap(),
+        "pin",
+        "--expected-version",
+        "1",
+    ])
+    .ok();
+    let srv = Server::start(&ws, &[]);
+    let (cookie, _) = sign_in(&link(&ws, &srv, &[]));
+    let (_, scout) = get_page(&srv, &cookie, "/memories?agent=scout");
+    assert_eq!(scout.matches("<tr><td>").count(), 14, "one in five");
+    assert!(scout.contains("note 65") && !scout.contains("note 66"));
+    let (_, other) = get_page(&srv, &cookie, "/memories?agent=other");
+    let at = other.find(r#"rel="next" href=""#).expect("a next page");
+    let rest = &other[at + r#"rel="next" href=""#.len()..];
+    let next = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+    assert!(next.contains("agent=other"), "{next}");
+    let (_, second) = get_page(&srv, &cookie, &next);
+    assert_eq!(second.matches("<tr><td>").count(), 6, "the rest of the 56");
+    let (_, pinned) = get_page(&srv, &cookie, "/memories?pinned=true");
+    assert_eq!(pinned.matches("<tr><td>").count(), 1);
+    assert!(pinned.contains("pinned one"));
+    let (code, bad) = get_page(&srv, &cookie, "/memories?pinned=maybe");
+    assert_eq!(code, 400, "{bad}");
+}
+
 fn artifacts() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .parent()

@@ -59,6 +59,13 @@ pub struct ListMemories {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = ["active", "archived", "superseded", "deprecated", "forgotten", "all", null]))]
     pub lifecycle: Option<String>,
+    /// Only memories this agent wrote (their provenance's `agent_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 512))]
+    pub agent: Option<String>,
+    /// Only pinned (`true`) or only unpinned (`false`) memories.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<bool>,
     /// Page size, 1 to 1000 (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1000))]
@@ -597,6 +604,8 @@ impl Service {
         let lifecycles = lifecycle_filter(q.lifecycle.as_deref())?;
         let path = q.path.as_deref().map(VPath::parse).transpose()?;
         let kind = q.kind.as_deref().map(|k| k.trim().to_ascii_lowercase());
+        // Normalized as `remember` stores it: trimmed, empty is no filter.
+        let agent = field("agent", &q.agent)?;
         if let Some(c) = &q.cursor
             && !id::has_prefix(c, id::MEMORY)
         {
@@ -622,7 +631,11 @@ impl Service {
                 let m: Memory = decode(Table::Memories, &key, &raw)?;
                 let keep = lifecycles.contains(&m.lifecycle)
                     && kind.as_ref().is_none_or(|k| &m.kind == k)
-                    && path.as_ref().is_none_or(|p| m.path.is_within(p));
+                    && path.as_ref().is_none_or(|p| m.path.is_within(p))
+                    && agent
+                        .as_ref()
+                        .is_none_or(|a| m.provenance.agent_id.as_ref() == Some(a))
+                    && q.pinned.is_none_or(|p| m.pinned == p);
                 if keep {
                     items.push(m);
                     if items.len() == limit {

@@ -121,7 +121,7 @@ pub(crate) fn tools() -> Vec<ToolDef> {
         tool(
             "mem_memory_list",
             entry::<mem_service::ListMemories>(),
-            "List memories, filtered by folder `path`, `kind` and `lifecycle` (active by default; \
+            "List memories, filtered by folder `path`, `kind`, `agent` (who wrote it), `pinned` and `lifecycle` (active by default; \
              archived, superseded, forgotten or all). Paged: pass `next_cursor` back as `cursor` \
              to continue.",
         )
