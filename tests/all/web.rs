@@ -384,6 +384,32 @@ fn the_ledger_filters_by_agent_and_pinned() {
     assert_eq!(code, 400, "{bad}");
 }
 
+/// The audit page filters by action and pages to older entries.
+#[test]
+fn the_audit_page_filters_by_action_and_pages_older() {
+    let ws = Ws::new();
+    for i in 0..3 {
+        ws.remember(&format!("fact {i}"), "/a", None);
+    }
+    let srv = Server::start(&ws, &[]);
+    let (cookie, _) = sign_in(&link(&ws, &srv, &[]));
+    let (_, first) = get_page(&srv, &cookie, "/audit?action=remember&limit=2");
+    assert_eq!(first.matches("<tr><td>").count(), 2);
+    assert!(first.contains(r#"id="chain""#));
+    let at = first.find(r#"rel="next" href=""#).expect("older entries");
+    let rest = &first[at + r#"rel="next" href=""#.len()..];
+    let next = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+    assert!(
+        next.contains("action=remember") && next.contains("before="),
+        "{next}"
+    );
+    let (_, older) = get_page(&srv, &cookie, &next);
+    assert_eq!(older.matches("<tr><td>").count(), 1, "the oldest remember");
+    assert!(older.contains("<td>1</td>") || older.contains("<td>remember</td>"));
+    let (code, bad) = get_page(&srv, &cookie, "/audit?before=0");
+    assert_eq!(code, 400, "{bad}");
+}
+
 fn artifacts() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .parent()
