@@ -461,3 +461,43 @@ fn list_filters_by_agent_and_pinned_and_pages_under_them() {
     ws.run(&["memory", "list", "--agent", &long])
         .fails("bad_request", 1);
 }
+
+/// A filter few memories match reads a bounded part of the ledger per
+/// page: the page ends short with a cursor, and the cursor finds the rest.
+#[test]
+fn a_sparse_filter_pages_through_the_ledger_in_bounded_reads() {
+    let ws = Ws::new();
+    let n = mem_service::MAX_LIST_SCAN + 300;
+    let lines: String = (0..n)
+        .map(|i| {
+            format!(
+                "{}\n",
+                serde_json::json!({
+                    "content": format!("n{i}"), "kind": "fact", "path": "/s",
+                    "idempotency_key": format!("k{i}"),
+                    "agent_id": if i == 0 { "rare" } else { "busy" },
+                })
+            )
+        })
+        .collect();
+    let file = ws.write("m.jsonl", lines.as_bytes());
+    ws.run(&["remember", "--jsonl", p(&file)]).ok();
+    let first = ws
+        .run(&["memory", "list", "--agent", "rare", "--limit", "5"])
+        .ok()
+        .json();
+    assert!(
+        first["items"].as_array().unwrap().is_empty(),
+        "the oldest is past one page's reads"
+    );
+    let cursor = first["next_cursor"].as_str().expect("a cursor to go on");
+    let second = ws
+        .run(&[
+            "memory", "list", "--agent", "rare", "--limit", "5", "--cursor", cursor,
+        ])
+        .ok()
+        .json();
+    assert_eq!(second["items"].as_array().unwrap().len(), 1);
+    assert_eq!(second["items"][0]["content"], "n0");
+    assert!(second["next_cursor"].is_null());
+}

@@ -123,7 +123,7 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             entry::<mem_service::ListMemories>(),
             "List memories, filtered by folder `path`, `kind`, `agent` (who wrote it), `pinned` and `lifecycle` (active by default; \
              archived, superseded, forgotten or all). Paged: pass `next_cursor` back as `cursor` \
-             to continue.",
+             to continue (a page may be short, even empty, while `next_cursor` goes on).",
         )
         .reads(),
         tool(
