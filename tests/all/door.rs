@@ -307,3 +307,59 @@ fn a_lock_held_by_another_command_names_it() {
     drop(holder.stdin.take());
     assert!(holder.wait().unwrap().success());
 }
+
+/// `info`, `GET /v1/files/{id}` and MCP `mem_get` show one file's
+/// processed chunks, metadata and entities as one document.
+#[test]
+fn file_details_are_one_document_on_every_surface() {
+    let ws = Ws::new();
+    let admin = token(&ws, "admin", "admin", &[]);
+    let src = ws.write(
+        "plan.md",
+        b"---\ntitle: Plan\npeople: [Ada Lovelace]\n---\n# One\n\nFirst part.\n\n## Two\n\nSecond part.\n",
+    );
+    let put = ws
+        .run(&["put", src.to_str().unwrap(), "--to", "/p"])
+        .ok()
+        .json();
+    let id = put["file"]["id"].as_str().unwrap().to_string();
+    let srv = Server::start(&ws, &[]);
+    let cli = ws.run(&["info", &id, "--chunks-limit", "1"]).ok().json();
+    assert_eq!(cli["processed"]["chunks"].as_array().unwrap().len(), 1);
+    let (status, via_rest) = rest(
+        "GET",
+        &srv.url(&format!("/v1/files/{id}?chunks_limit=1")),
+        &admin,
+        None,
+    );
+    assert_eq!(status, 200, "{via_rest}");
+    assert_eq!(cli, via_rest);
+    let via_mcp = mcp_calls(
+        &ws,
+        &srv,
+        &admin,
+        json!([["mem_get", { "target": id, "chunks_limit": 1 }]]),
+    );
+    assert_eq!(
+        via_mcp[0]["result"]["file"], via_rest,
+        "mem_get carries the same details"
+    );
+    assert!(
+        via_mcp[0]["result"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Second part.")
+    );
+    // A page out of bounds is the client's mistake, with a hint.
+    let (status, err) = rest(
+        "GET",
+        &srv.url(&format!("/v1/files/{id}?chunks_limit=0")),
+        &admin,
+        None,
+    );
+    assert!(status == 400 || status == 422, "{status} {err}");
+    assert!(
+        err["error"]["hint"].is_string() || err["hint"].is_string(),
+        "{err}"
+    );
+}

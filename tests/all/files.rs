@@ -234,3 +234,101 @@ fn commands_without_a_workspace_say_how_to_create_one() {
     let err = ws.run(&["ls"]).fails("workspace_not_found", 2);
     assert!(err["hint"].as_str().unwrap().contains("mem-host init"));
 }
+
+const DETAILED: &[u8] = b"---\ntitle: Launch plan\ntags: [launch, q3]\npeople: [Ada Lovelace]\ndate: 2026-05-01\n---\n# Launch\n\nWe ship in May.\n\n## Risks\n\nThe database migration is slow.\n\n## Owners\n\nAda owns the rollout, see https://example.com/rollout.\n";
+
+/// `info` shows what processing made of a file, pages its chunks, and
+/// `cat --chunk N` prints one of them.
+#[test]
+fn info_shows_chunks_with_locators_metadata_entities_and_cat_prints_one_chunk() {
+    let ws = Ws::new();
+    let src = ws.write("plan.md", DETAILED);
+    let put = ws.run(&["put", p(&src), "--to", "/p"]).ok().json();
+    let id = put["file"]["id"].as_str().unwrap().to_string();
+    let info = ws.run(&["info", "/p/plan.md"]).ok().json();
+    assert_eq!(
+        info["id"],
+        id.as_str(),
+        "the record's fields stay where they were"
+    );
+    let proc = &info["processed"];
+    assert_eq!(proc["title"], "Launch plan");
+    assert_eq!(proc["metadata"]["date"], "2026-05-01");
+    assert_eq!(proc["suggested_tags"], serde_json::json!(["launch", "q3"]));
+    let values: Vec<&str> = proc["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["value"].as_str().unwrap())
+        .collect();
+    assert!(values.contains(&"Ada Lovelace"), "{values:?}");
+    assert!(
+        values.iter().any(|v| v.contains("example.com")),
+        "{values:?}"
+    );
+    let chunks = proc["chunks"].as_array().unwrap();
+    let count = proc["chunk_count"].as_u64().unwrap() as usize;
+    assert!(count >= 2, "{proc}");
+    assert_eq!(chunks.len(), count);
+    for (i, c) in chunks.iter().enumerate() {
+        assert_eq!(c["index"], i);
+        let loc = c["locator"].as_str().unwrap();
+        let lines = &c["lines"];
+        let want = if lines["start"] == lines["end"] {
+            format!("mem://file/{id}#L{}", lines["start"])
+        } else {
+            format!("mem://file/{id}#L{}-{}", lines["start"], lines["end"])
+        };
+        assert_eq!(loc, want);
+    }
+    assert!(proc.get("next_chunk").is_none(), "one page holds them all");
+
+    // A page of one, then the next.
+    let page = ws.run(&["info", &id, "--chunks-limit", "1"]).ok().json();
+    assert_eq!(page["processed"]["chunks"].as_array().unwrap().len(), 1);
+    assert_eq!(page["processed"]["next_chunk"], 1);
+    let second = ws
+        .run(&["info", &id, "--chunks-from", "1", "--chunks-limit", "1"])
+        .ok()
+        .json();
+    assert_eq!(second["processed"]["chunks"][0], chunks[1]);
+    ws.run(&["info", &id, "--chunks-limit", "0"])
+        .fails("bad_request", 1);
+    ws.run(&["info", &id, "--chunks-limit", "101"])
+        .fails("bad_request", 1);
+
+    // The human form lists the locators.
+    let human = ws.run_human(&["info", &id]).ok().text();
+    assert!(
+        human.contains(chunks[1]["locator"].as_str().unwrap()),
+        "{human}"
+    );
+    assert!(human.contains("Ada Lovelace"), "{human}");
+
+    // `cat --chunk N` prints that chunk's text, nothing else.
+    let one = ws
+        .cmd()
+        .args(["cat", &id, "--chunk", "1"])
+        .output()
+        .unwrap();
+    assert!(one.status.success());
+    assert_eq!(
+        String::from_utf8(one.stdout).unwrap().trim_end(),
+        chunks[1]["text"].as_str().unwrap().trim_end()
+    );
+    let missing = ws
+        .run(&["cat", &id, "--chunk", &count.to_string()])
+        .fails("not_found", 2);
+    assert_eq!(missing["details"]["chunk_count"], count);
+
+    // A file no processor takes has no processed part, and no chunk to cat.
+    let raw = ws.write("blob.bin", &[0u8, 159, 146, 150, 0, 1]);
+    ws.run(&["put", p(&raw), "--to", "/p"]).ok();
+    let bin = ws.run(&["info", "/p/blob.bin"]).ok().json();
+    assert!(
+        bin["processed"].is_null() || bin["processed"]["chunk_count"] == 0,
+        "{bin}"
+    );
+    ws.run(&["cat", "/p/blob.bin", "--chunk", "0"])
+        .fails("not_found", 2);
+}

@@ -728,3 +728,71 @@ fn a_proposal_without_evidence_can_be_approved_as_tentative_and_serves_provision
     let pack = ws.run(&["context", "office pier"]).ok().json();
     assert_eq!(pack["provisional"][0]["id"], mid, "{pack:#}");
 }
+
+/// `audit list` narrows to one action and pages by `--before`.
+#[test]
+fn audit_list_filters_by_action_and_pages_by_seq() {
+    let ws = crate::support::Ws::new();
+    for i in 0..5 {
+        ws.remember(&format!("fact {i}"), "/a", None);
+    }
+    let id = ws.remember("to forget", "/a", None)["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.run(&[
+        "memory",
+        "forget",
+        &id,
+        "--expected-version",
+        "1",
+        "--reason",
+        "r",
+        "--confirm",
+    ])
+    .ok();
+    let seqs = |v: &serde_json::Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect()
+    };
+    let remembers = ws
+        .run(&["audit", "list", "--action", "remember"])
+        .ok()
+        .json();
+    assert_eq!(remembers.as_array().unwrap().len(), 6);
+    assert!(
+        remembers
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["action"] == "remember")
+    );
+    let forgets = ws
+        .run(&["audit", "list", "--action", "forgotten"])
+        .ok()
+        .json();
+    assert_eq!(forgets.as_array().unwrap().len(), 1, "{forgets}");
+    // Pages of two, each below the last seq of the one before.
+    let all = seqs(&remembers);
+    let mut paged = Vec::new();
+    let mut before: Option<u64> = None;
+    loop {
+        let mut args = vec!["audit", "list", "--action", "remember", "--limit", "2"];
+        let b = before.map(|b| b.to_string());
+        if let Some(b) = &b {
+            args.extend(["--before", b]);
+        }
+        let page = seqs(&ws.run(&args).ok().json());
+        if page.is_empty() {
+            break;
+        }
+        before = page.last().copied();
+        paged.extend(page);
+    }
+    assert_eq!(paged, all, "newest first, nothing skipped or repeated");
+    ws.run(&["audit", "list", "--before", "0"])
+        .fails("bad_request", 1);
+}

@@ -54,7 +54,9 @@ fn cli_output_validates_against_the_schemas() {
         .ok()
         .json();
     assert_valid("put-result", &put);
-    assert_valid("file", &ws.run(&["info", "/d/doc.md"]).ok().json());
+    let info = ws.run(&["info", "/d/doc.md"]).ok().json();
+    assert_valid("file-details", &info);
+    assert_valid("file", &info);
     assert_valid("folder-listing", &ws.run(&["ls", "/d"]).ok().json());
     assert_valid("folder-listing", &ws.run(&["ls", "/"]).ok().json());
     let r = ws

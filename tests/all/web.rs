@@ -284,6 +284,132 @@ fn the_ledger_pages_with_cursors_and_escapes_what_it_shows() {
     );
 }
 
+/// A file's page shows what processing made of it (escaped), pages its
+/// chunks with their locators, and has a place for its relations.
+#[test]
+fn the_file_page_shows_chunks_with_locators_entities_and_relations() {
+    let ws = Ws::new();
+    let mut md = String::from("---\ntitle: Big\npeople: [<i>Ada</i>]\n---\n");
+    for i in 0..25 {
+        md.push_str(&format!("## Part {i}\n\nText of part {i}.\n\n"));
+    }
+    let src = ws.write("big.md", md.as_bytes());
+    let put = ws
+        .run(&["put", crate::support::p(&src), "--to", "/docs"])
+        .ok()
+        .json();
+    let id = put["file"]["id"].as_str().unwrap().to_string();
+    let info = ws.run(&["info", &id, "--chunks-limit", "100"]).ok().json();
+    let count = info["processed"]["chunk_count"].as_u64().unwrap();
+    assert!(count > 20, "{count} chunks");
+    let srv = Server::start(&ws, &[]);
+    let (cookie, _) = sign_in(&link(&ws, &srv, &[]));
+    let (code, page) = get_page(&srv, &cookie, &format!("/drive/file?target={id}"));
+    assert_eq!(code, 200);
+    assert_eq!(
+        page.matches(r#"<tr id="chunk-"#).count(),
+        20,
+        "a page of chunks"
+    );
+    let first = info["processed"]["chunks"][0]["locator"].as_str().unwrap();
+    assert!(page.contains(first), "locators shown");
+    assert!(
+        page.contains("&lt;i&gt;Ada&lt;/i&gt;") && !page.contains("<i>Ada"),
+        "entities escaped"
+    );
+    assert!(page.contains(r#"id="rel-h""#), "a relations section");
+    let at = page
+        .find(r#"rel="next" href=""#)
+        .expect("a next page of chunks");
+    let rest = &page[at + r#"rel="next" href=""#.len()..];
+    let next = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+    let (_, second) = get_page(&srv, &cookie, &next);
+    assert_eq!(
+        second.matches(r#"<tr id="chunk-"#).count() as u64,
+        count - 20,
+        "the rest"
+    );
+    let last = info["processed"]["chunks"][(count - 1) as usize]["locator"]
+        .as_str()
+        .unwrap();
+    assert!(second.contains(last) && !second.contains(r#"rel="next""#));
+}
+
+/// The ledger's agent and pinned filters narrow it and travel with the
+/// next-page link; a bad pinned value is the operation's error.
+#[test]
+fn the_ledger_filters_by_agent_and_pinned() {
+    let ws = Ws::new();
+    let lines: String = (0..70)
+        .map(|i| {
+            format!(
+                "{}\n",
+                serde_json::json!({
+                    "content": format!("note {i}"), "kind": "fact", "path": "/p",
+                    "idempotency_key": format!("k{i}"),
+                    "agent_id": if i % 5 == 0 { "scout" } else { "other" },
+                })
+            )
+        })
+        .collect();
+    let file = ws.write("m.jsonl", lines.as_bytes());
+    ws.run(&["remember", "--jsonl", crate::support::p(&file)])
+        .ok();
+    let pin = ws.remember("pinned one", "/q", None);
+    ws.run(&[
+        "memory",
+        "feedback",
+        pin["id"].as_str().unwrap(),
+        "pin",
+        "--expected-version",
+        "1",
+    ])
+    .ok();
+    let srv = Server::start(&ws, &[]);
+    let (cookie, _) = sign_in(&link(&ws, &srv, &[]));
+    let (_, scout) = get_page(&srv, &cookie, "/memories?agent=scout");
+    assert_eq!(scout.matches("<tr><td>").count(), 14, "one in five");
+    assert!(scout.contains("note 65") && !scout.contains("note 66"));
+    let (_, other) = get_page(&srv, &cookie, "/memories?agent=other");
+    let at = other.find(r#"rel="next" href=""#).expect("a next page");
+    let rest = &other[at + r#"rel="next" href=""#.len()..];
+    let next = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+    assert!(next.contains("agent=other"), "{next}");
+    let (_, second) = get_page(&srv, &cookie, &next);
+    assert_eq!(second.matches("<tr><td>").count(), 6, "the rest of the 56");
+    let (_, pinned) = get_page(&srv, &cookie, "/memories?pinned=true");
+    assert_eq!(pinned.matches("<tr><td>").count(), 1);
+    assert!(pinned.contains("pinned one"));
+    let (code, bad) = get_page(&srv, &cookie, "/memories?pinned=maybe");
+    assert_eq!(code, 400, "{bad}");
+}
+
+/// The audit page filters by action and pages to older entries.
+#[test]
+fn the_audit_page_filters_by_action_and_pages_older() {
+    let ws = Ws::new();
+    for i in 0..3 {
+        ws.remember(&format!("fact {i}"), "/a", None);
+    }
+    let srv = Server::start(&ws, &[]);
+    let (cookie, _) = sign_in(&link(&ws, &srv, &[]));
+    let (_, first) = get_page(&srv, &cookie, "/audit?action=remember&limit=2");
+    assert_eq!(first.matches("<tr><td>").count(), 2);
+    assert!(first.contains(r#"id="chain""#));
+    let at = first.find(r#"rel="next" href=""#).expect("older entries");
+    let rest = &first[at + r#"rel="next" href=""#.len()..];
+    let next = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+    assert!(
+        next.contains("action=remember") && next.contains("before="),
+        "{next}"
+    );
+    let (_, older) = get_page(&srv, &cookie, &next);
+    assert_eq!(older.matches("<tr><td>").count(), 1, "the oldest remember");
+    assert!(older.contains("<td>1</td>") || older.contains("<td>remember</td>"));
+    let (code, bad) = get_page(&srv, &cookie, "/audit?before=0");
+    assert_eq!(code, 400, "{bad}");
+}
+
 fn artifacts() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .parent()
@@ -344,6 +470,8 @@ fn a_person_walks_the_page_in_a_real_browser() {
     b.submit("form.upload button[type=submit]");
     b.wait_for("#index-status[data-status=done]", Duration::from_secs(60));
     assert!(b.text("h1").contains("runbook.md"));
+    assert!(!b.all("#chunks code").is_empty(), "{}", b.source());
+    assert!(b.text("#chunks").contains("mem://file/"), "locators shown");
     shot("02-file-processed");
     b.goto(&srv.url("/drive"));
     assert!(b.source().contains("runbook.md"));

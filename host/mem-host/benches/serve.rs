@@ -10,6 +10,12 @@
 //! web page's memory ledger (first response after sign-in, then p50/p99;
 //! target under 300 ms at 100k memories); then the server's RSS and the
 //! workspace's size on disk.
+//!
+//! `-- --memories N` sets the size (over `MEM_BENCH_MEMORIES`); `-- --ledger`
+//! times only the ledger (plain, filtered by a rare agent, and by pinned)
+//! over a workspace built without embeddings, which is what makes 100k
+//! memories buildable in minutes in the dev profile:
+//! `cargo bench --profile dev -p mem-host --bench serve -- --ledger --memories 100000`.
 
 mod common;
 
@@ -190,8 +196,13 @@ fn du(dir: &Path) -> u64 {
 
 /// The workspace, built once per size and reused by later runs (the
 /// figures of the run that built it are kept in its `READY` file).
-fn workspace(n: usize) -> std::path::PathBuf {
-    let ws = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-bench-{n}"));
+fn workspace(n: usize, lexical: bool) -> std::path::PathBuf {
+    let name = if lexical {
+        format!("serve-bench-{n}-lexical")
+    } else {
+        format!("serve-bench-{n}")
+    };
+    let ws = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     if let Ok(built) = std::fs::read_to_string(ws.join("READY")) {
         println!("reusing the {n}-memory workspace; when it was built:\n{built}");
         return ws;
@@ -213,6 +224,7 @@ fn workspace(n: usize) -> std::path::PathBuf {
                 "kind": kind,
                 "path": format!("/bench/{}", i % 20),
                 "idempotency_key": format!("bench-{i}"),
+                "agent_id": format!("agent-{}", i % 7),
             });
             writeln!(f, "{line}").expect("write jsonl");
         }
@@ -229,8 +241,13 @@ fn workspace(n: usize) -> std::path::PathBuf {
         );
     }
     let built = format!(
-        "ingest (remember --jsonl, {CHUNK} a process, with embeddings): {:.0} memories/s over {n}\n\
+        "ingest (remember --jsonl, {CHUNK} a process, {}): {:.0} memories/s over {n}\n\
          peak RSS of an ingesting process: {:.0} MiB (sampled)",
+        if lexical {
+            "lexical only"
+        } else {
+            "with embeddings"
+        },
         n as f64 / started.elapsed().as_secs_f64(),
         peak_rss
     );
@@ -239,10 +256,23 @@ fn workspace(n: usize) -> std::path::PathBuf {
     ws
 }
 
+/// Where a `--ledger` run points `MEM_MODELS`: an empty folder, so no
+/// embedding model loads and the index is lexical only.
+const NO_MODELS: &str = "no-models";
+
 fn main() {
-    let n = env_usize("MEM_BENCH_MEMORIES", 100_000);
+    let args: Vec<String> = std::env::args().collect();
+    let n = args
+        .iter()
+        .position(|a| a == "--memories")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse().expect("--memories takes a number"))
+        .unwrap_or_else(|| env_usize("MEM_BENCH_MEMORIES", 100_000));
+    if args.iter().any(|a| a == "--ledger") {
+        return ledger_only(&args, n);
+    }
     let secs = env_usize("MEM_BENCH_SECS", 10) as u64;
-    let ws = workspace(n);
+    let ws = workspace(n, false);
     let out = mem(
         &ws,
         &[
@@ -259,23 +289,7 @@ fn main() {
         .expect("secret")
         .to_string();
 
-    let mut server = Command::new(BIN)
-        .arg("--workspace")
-        .arg(&ws)
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .env("MEM_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start serve");
-    let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
-    let base = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| l.strip_prefix("listening on ").map(str::to_string))
-        .expect("serve printed its address");
-    std::thread::spawn(move || lines.for_each(drop));
+    let (mut server, base) = start_server(&ws);
     let url = format!("{base}/v1/search");
 
     let mut rng = Lcg(99);
@@ -439,7 +453,7 @@ fn main() {
             percentile(&times, 0.99).as_secs_f64() * 1e3,
         );
     }
-    web_ledger(&ws, &base, n, n_seq.div_ceil(10));
+    web_ledger(&ws, &base, n, n_seq.div_ceil(10), "");
     let (peak, now) = rss_of(server.id());
     println!("serve RSS: peak {peak:.0} MiB, now {now:.0} MiB");
     println!(
@@ -453,9 +467,58 @@ fn main() {
     let _ = server.wait();
 }
 
+/// `mem-host serve` on a loopback port of its choosing, and its base URL.
+fn start_server(ws: &Path) -> (std::process::Child, String) {
+    let mut server = Command::new(BIN)
+        .arg("--workspace")
+        .arg(ws)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("MEM_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start serve");
+    let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
+    let base = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("listening on ").map(str::to_string))
+        .expect("serve printed its address");
+    std::thread::spawn(move || lines.for_each(drop));
+    (server, base)
+}
+
+/// `--ledger`: the ledger's figures alone, over a lexical-only workspace.
+/// The bench runs itself again with `MEM_MODELS` at an empty folder, so
+/// every `mem-host` it starts inherits it.
+fn ledger_only(args: &[String], n: usize) {
+    let empty = Path::new(env!("CARGO_TARGET_TMPDIR")).join(NO_MODELS);
+    if std::env::var_os("MEM_MODELS").as_deref() != Some(empty.as_os_str()) {
+        std::fs::create_dir_all(&empty).expect("create the empty models folder");
+        let status = Command::new(std::env::current_exe().expect("own path"))
+            .args(&args[1..])
+            .env("MEM_MODELS", &empty)
+            .status()
+            .expect("run the bench again");
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    let ws = workspace(n, true);
+    let (mut server, base) = start_server(&ws);
+    let reps = env_usize("MEM_BENCH_QUERIES", 100);
+    web_ledger(&ws, &base, n, reps, "");
+    // A filter that matches few memories scans the most of them.
+    web_ledger(&ws, &base, n, reps, "?agent=agent-3&pinned=true");
+    web_ledger(&ws, &base, n, reps, "?agent=agent-3");
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let _ = server.wait();
+}
+
 /// The web page's memory ledger: sign in with a one-time link, then time
-/// `GET /memories` (the whole first page of HTML), first and repeated.
-fn web_ledger(ws: &Path, base: &str, n: usize, reps: usize) {
+/// `GET /memories{query}` (the whole first page of HTML), first and repeated.
+fn web_ledger(ws: &Path, base: &str, n: usize, reps: usize, query: &str) {
     let link = serde_json::from_slice::<serde_json::Value>(&mem(ws, &["web", "--url", base]))
         .expect("sign-in json")["url"]
         .as_str()
@@ -474,7 +537,7 @@ fn web_ledger(ws: &Path, base: &str, n: usize, reps: usize) {
         .and_then(|v| v.split(';').next())
         .expect("session cookie")
         .to_string();
-    let url = format!("{base}/memories");
+    let url = format!("{base}/memories{query}");
     let mut times = Vec::with_capacity(reps + 1);
     for _ in 0..=reps {
         let started = Instant::now();
@@ -493,7 +556,7 @@ fn web_ledger(ws: &Path, base: &str, n: usize, reps: usize) {
     let first = times[0];
     times.sort();
     println!(
-        "web ledger on {n} memories: first response {:.1} ms (target < 300 ms), then p50 {:.1} ms, p99 {:.1} ms over {reps}",
+        "web ledger /memories{query} on {n} memories: first response {:.1} ms (target < 300 ms), then p50 {:.1} ms, p99 {:.1} ms over {reps}",
         first.as_secs_f64() * 1e3,
         percentile(&times, 0.50).as_secs_f64() * 1e3,
         percentile(&times, 0.99).as_secs_f64() * 1e3,

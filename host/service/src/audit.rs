@@ -136,6 +136,15 @@ pub struct AuditQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::ops::fields::opt_time")]
     pub since: Option<String>,
+    /// Only entries of this action, as listed (`remember`, `forgotten`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 128))]
+    pub action: Option<String>,
+    /// Only entries older than this sequence number: the `seq` of the last
+    /// entry of a page gives the next one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub before: Option<u64>,
     /// At most this many, 1 to 10000 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 10000))]
@@ -300,9 +309,21 @@ impl Service {
         if limit == 0 || limit > 10_000 {
             return Err(MemError::bad_request("limit must be 1..=10000"));
         }
+        if q.before == Some(0) {
+            return Err(MemError::bad_request("before must be 1 or more")
+                .with_hint("pass the seq of the last entry of the previous page"));
+        }
+        if q.action.as_ref().is_some_and(|a| a.chars().count() > 128) {
+            return Err(MemError::bad_request(
+                "action is longer than 128 characters",
+            ));
+        }
+        let action = q.action.as_deref().map(str::trim).filter(|a| !a.is_empty());
         let mut entries: Vec<AuditEntry> = self
             .audit_entries()?
             .into_iter()
+            .filter(|e| q.before.is_none_or(|b| e.seq < b))
+            .filter(|e| action.is_none_or(|a| e.action == a))
             .filter(|e| q.target.as_ref().is_none_or(|t| &e.target == t))
             .filter(|e| since.is_none_or(|s| e.at >= s))
             .collect();

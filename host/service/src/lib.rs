@@ -44,7 +44,7 @@ pub use gate::{
     Evidence, EvidenceStance, Proposal, ProposalOutcome, ProposalRequest, ProposalStatus,
     ReviewItem, WriteRoute,
 };
-pub use memories::{ListMemories, MAX_LIST_LIMIT, Page, RememberOutcome};
+pub use memories::{ListMemories, MAX_LIST_LIMIT, MAX_LIST_SCAN, Page, RememberOutcome};
 pub use requests::{MemoryDraft, RememberRequest};
 
 use mem_core::plugin::PluginHost;

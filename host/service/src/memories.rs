@@ -59,6 +59,13 @@ pub struct ListMemories {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = ["active", "archived", "superseded", "deprecated", "forgotten", "all", null]))]
     pub lifecycle: Option<String>,
+    /// Only memories this agent wrote (their provenance's `agent_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 512))]
+    pub agent: Option<String>,
+    /// Only pinned (`true`) or only unpinned (`false`) memories.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<bool>,
     /// Page size, 1 to 1000 (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1000))]
@@ -69,7 +76,12 @@ pub struct ListMemories {
     pub cursor: Option<String>,
 }
 
-/// A page of a listing; pass `next_cursor` back to continue.
+/// Memories read at most for one page of `memory list` (bounds the time a
+/// page takes when its filters match few; measured by the serve bench).
+pub const MAX_LIST_SCAN: usize = 4096;
+
+/// A page of a listing; pass `next_cursor` back to continue (a page may be
+/// short, or empty, while more follow).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Page<T> {
     pub items: Vec<T>,
@@ -587,6 +599,9 @@ impl Service {
     }
 
     /// Memories newest first, filtered, with cursor pagination.
+    /// A page of the ledger, newest first. A page may hold fewer than
+    /// `limit` memories and still have a `next_cursor`: at most
+    /// [`MAX_LIST_SCAN`] are read for one page.
     pub(crate) fn list_memories(&self, q: &ListMemories) -> MemResult<Page<Memory>> {
         let limit = q.limit.unwrap_or(50);
         if limit == 0 || limit > MAX_LIST_LIMIT {
@@ -597,6 +612,8 @@ impl Service {
         let lifecycles = lifecycle_filter(q.lifecycle.as_deref())?;
         let path = q.path.as_deref().map(VPath::parse).transpose()?;
         let kind = q.kind.as_deref().map(|k| k.trim().to_ascii_lowercase());
+        // Normalized as `remember` stores it: trimmed, empty is no filter.
+        let agent = field("agent", &q.agent)?;
         if let Some(c) = &q.cursor
             && !id::has_prefix(c, id::MEMORY)
         {
@@ -606,7 +623,17 @@ impl Service {
         const PAGE: usize = 512;
         let mut items = Vec::new();
         let mut after = q.cursor.clone();
+        let mut scanned = 0;
         loop {
+            // A filter few memories match would scan the whole ledger for
+            // one page: past the budget the page ends short, with a cursor.
+            if scanned >= MAX_LIST_SCAN {
+                return Ok(Page {
+                    items,
+                    next_cursor: after,
+                });
+            }
+            scanned += PAGE;
             let page = self.store().scan(
                 Table::Memories,
                 &Scan {
@@ -622,7 +649,11 @@ impl Service {
                 let m: Memory = decode(Table::Memories, &key, &raw)?;
                 let keep = lifecycles.contains(&m.lifecycle)
                     && kind.as_ref().is_none_or(|k| &m.kind == k)
-                    && path.as_ref().is_none_or(|p| m.path.is_within(p));
+                    && path.as_ref().is_none_or(|p| m.path.is_within(p))
+                    && agent
+                        .as_ref()
+                        .is_none_or(|a| m.provenance.agent_id.as_ref() == Some(a))
+                    && q.pinned.is_none_or(|p| m.pinned == p);
                 if keep {
                     items.push(m);
                     if items.len() == limit {

@@ -37,6 +37,13 @@ pub fn public_schemas() -> Vec<(&'static str, Value)> {
         ("error", schema_of::<MemError>("error", "mem-host error")),
         ("file", schema_of::<FileRecord>("file", "mem-host file")),
         (
+            "file-details",
+            schema_of::<crate::ops::file_details::FileDetails>(
+                "file-details",
+                "mem-host file with what processing made of it",
+            ),
+        ),
+        (
             "put-result",
             schema_of::<PutFileResult>("put-result", "mem-host put result"),
         ),

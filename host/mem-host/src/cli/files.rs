@@ -5,6 +5,7 @@ use crate::client::Client;
 use clap::Args;
 use mem_core::model::FileRecord;
 use mem_core::{ErrorCode, MemError, MemResult, VPath};
+use mem_service::ops::file_details::FileDetails;
 use mem_service::ops::files::{FileInfo, ListFolder, Mkdir, Move, PutFileRequest, Remove};
 use mem_service::{Entry, PutFileResult};
 use std::io::Write;
@@ -44,9 +45,24 @@ pub struct GetArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct TargetArg {
+pub struct CatArgs {
     /// File id or virtual path.
     pub target: String,
+    /// Print processed chunk N (from 0, as `info` numbers them) instead.
+    #[arg(long, value_name = "N")]
+    pub chunk: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// File id or virtual path.
+    pub target: String,
+    /// First chunk shown (the `next_chunk` of the previous page).
+    #[arg(long, value_name = "N")]
+    pub chunks_from: Option<u32>,
+    /// Chunks shown (1 to 100, default 20).
+    #[arg(long, value_name = "N")]
+    pub chunks_limit: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -249,8 +265,11 @@ pub fn get(c: &Client, out: &Out, a: GetArgs) -> MemResult<()> {
     let info = c
         .run(FileInfo {
             target: a.target.clone(),
+            chunks_limit: Some(1),
+            ..FileInfo::default()
         })?
-        .value;
+        .value
+        .file;
     let dest = a.output.unwrap_or_else(|| PathBuf::from(&info.name));
     let cannot = |e: &std::io::Error| MemError::io(&format!("cannot write {}", dest.display()), e);
     let exists = || {
@@ -300,13 +319,76 @@ pub fn get(c: &Client, out: &Out, a: GetArgs) -> MemResult<()> {
     })
 }
 
-pub fn cat(c: &Client, a: TargetArg) -> MemResult<()> {
-    let mut stdout = std::io::stdout().lock();
-    c.copy_file(&a.target, &mut stdout)?;
-    stdout.flush().map_err(|e| crate::client::write_error(&e))
+pub fn cat(c: &Client, out: &Out, a: CatArgs) -> MemResult<()> {
+    let Some(n) = a.chunk else {
+        let mut stdout = std::io::stdout().lock();
+        c.copy_file(&a.target, &mut stdout)?;
+        return stdout.flush().map_err(|e| crate::client::write_error(&e));
+    };
+    let d = c
+        .run(FileInfo {
+            target: a.target.clone(),
+            chunks_from: Some(n),
+            chunks_limit: Some(1),
+        })?
+        .value;
+    let count = d.processed.as_ref().map_or(0, |p| p.chunk_count);
+    let Some(chunk) = d.processed.and_then(|p| p.chunks.into_iter().next()) else {
+        return Err(MemError::not_found("chunk", &format!("{}#{n}", d.file.id))
+            .with_hint(if count == 0 {
+                "the file has no processed chunks; see its index_status with `mem-host info`"
+                    .to_string()
+            } else {
+                format!("the file has {count} chunks, numbered 0 to {}", count - 1)
+            })
+            .with_details(serde_json::json!({ "chunk": n, "chunk_count": count })));
+    };
+    out.emit(&chunk, |ch| ch.text.clone())
 }
 
-fn file_details(f: &FileRecord) -> String {
+fn file_details(d: &FileDetails) -> String {
+    let mut s = file_record(&d.file);
+    let Some(p) = &d.processed else {
+        s.push_str("\nprocessed:     not yet");
+        return s;
+    };
+    if let Some(t) = &p.title {
+        s.push_str(&format!("\ntitle:         {t}"));
+    }
+    for (k, v) in &p.metadata {
+        s.push_str(&format!("\nmeta.{k:<9} {v}"));
+    }
+    if !p.suggested_tags.is_empty() {
+        s.push_str(&format!("\nsuggested:     {}", p.suggested_tags.join(", ")));
+    }
+    if p.entity_count > 0 {
+        let shown: Vec<String> = p
+            .entities
+            .iter()
+            .map(|e| format!("{} ({})", e.value, e.kind))
+            .collect();
+        let more = p.entity_count - p.entities.len();
+        s.push_str(&format!("\nentities:      {}", shown.join(", ")));
+        if more > 0 {
+            s.push_str(&format!(" and {more} more"));
+        }
+    }
+    s.push_str(&format!("\nchunks:        {}", p.chunk_count));
+    for ch in &p.chunks {
+        let first = ch.text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let preview: String = first.chars().take(60).collect();
+        s.push_str(&format!(
+            "\n  {:>3}  {:<40} {:<10} {}",
+            ch.index, ch.locator, ch.kind, preview
+        ));
+    }
+    if let Some(next) = p.next_chunk {
+        s.push_str(&format!("\n  more: --chunks-from {next}"));
+    }
+    s
+}
+
+fn file_record(f: &FileRecord) -> String {
     let mut s = format!(
         "id:            {}\npath:          {}\nsize:          {} ({} bytes)\nmime:          {}\nsha256:        {}\ncreated:       {}\nupdated:       {}\nindex_status:  {}\nversion:       {}",
         f.id,
@@ -329,8 +411,14 @@ fn file_details(f: &FileRecord) -> String {
     s
 }
 
-pub fn info(c: &Client, out: &Out, a: TargetArg) -> MemResult<()> {
-    let f = c.run(FileInfo { target: a.target })?.value;
+pub fn info(c: &Client, out: &Out, a: InfoArgs) -> MemResult<()> {
+    let f = c
+        .run(FileInfo {
+            target: a.target,
+            chunks_from: a.chunks_from,
+            chunks_limit: a.chunks_limit,
+        })?
+        .value;
     out.emit(&f, file_details)
 }
 

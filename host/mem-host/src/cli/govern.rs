@@ -126,6 +126,12 @@ pub enum AuditCommand {
         /// RFC 3339.
         #[arg(long)]
         since: Option<String>,
+        /// Only entries of this action, as listed (remember, forgotten, ...).
+        #[arg(long)]
+        action: Option<String>,
+        /// Only entries older than this seq (the last seq of a page: the next page).
+        #[arg(long)]
+        before: Option<u64>,
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
@@ -428,12 +434,16 @@ pub fn audit(c: &Client, out: &Out, cmd: AuditCommand) -> MemResult<()> {
         AuditCommand::List {
             target,
             since,
+            action,
+            before,
             limit,
         } => {
             let entries = c
                 .run(AuditQuery {
                     target,
                     since,
+                    action,
+                    before,
                     limit: Some(limit),
                 })?
                 .value;

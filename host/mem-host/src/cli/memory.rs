@@ -155,6 +155,12 @@ pub struct ListArgs {
     /// active (default), archived, superseded, forgotten or all.
     #[arg(long)]
     pub lifecycle: Option<String>,
+    /// Only memories this agent wrote (provenance agent_id).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Only pinned (true) or only unpinned (false) memories.
+    #[arg(long)]
+    pub pinned: Option<bool>,
     #[arg(long, default_value_t = 50)]
     pub limit: usize,
     /// Continue after a previous page's next_cursor.
@@ -378,6 +384,8 @@ pub fn run(c: &Client, out: &Out, cmd: MemoryCommand) -> MemResult<()> {
                     path: a.path,
                     kind: a.kind,
                     lifecycle: a.lifecycle,
+                    agent: a.agent,
+                    pinned: a.pinned,
                     limit: Some(a.limit),
                     cursor: a.cursor,
                 })?

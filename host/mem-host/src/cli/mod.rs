@@ -56,12 +56,12 @@ pub enum Command {
     Put(files::PutArgs),
     /// Write a file's content to a local path.
     Get(files::GetArgs),
-    /// Print a file's content to stdout.
-    Cat(files::TargetArg),
+    /// Print a file's content (or one processed chunk) to stdout.
+    Cat(files::CatArgs),
     /// List a folder.
     Ls(files::LsArgs),
-    /// Show a file's metadata.
-    Info(files::TargetArg),
+    /// Show a file's metadata, chunks with their locators, entities and tags.
+    Info(files::InfoArgs),
     /// Move or rename a file or folder.
     Mv(files::MvArgs),
     /// Remove a file or folder.
@@ -181,7 +181,7 @@ pub fn run(cli: Cli) -> MemResult<()> {
             let result = match command {
                 Command::Put(a) => files::put(c, &out, a),
                 Command::Get(a) => files::get(c, &out, a),
-                Command::Cat(a) => files::cat(c, a),
+                Command::Cat(a) => files::cat(c, &out, a),
                 Command::Ls(a) => files::ls(c, &out, a),
                 Command::Info(a) => files::info(c, &out, a),
                 Command::Mv(a) => files::mv(c, &out, a),

@@ -449,13 +449,15 @@ impl ServerHandler for MemMcp {
                             ReadFile {
                                 target: id.into(),
                                 max_chars: None,
+                                chunks_from: None,
+                                chunks_limit: Some(1),
                             },
                         )
                         .await?;
                     read.content.ok_or_else(|| {
                         MemError::bad_request(format!(
                             "{} is binary ({}); it has no text to read",
-                            read.file.path, read.file.mime
+                            read.file.file.path, read.file.file.mime
                         ))
                         .with_hint("search it with mem_search instead")
                     })

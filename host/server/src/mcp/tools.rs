@@ -52,9 +52,12 @@ pub(crate) fn tools() -> Vec<ToolDef> {
         tool(
             "mem_get",
             entry::<files::ReadFile>(),
-            "Read a file: its record (id, path, mime, size, tags, index status) and its text \
-             content. `target` is a file id (file_...) or the full path. Content longer than \
-             `max_chars` (default 200000) is cut and `truncated` is set; binary files return no text.",
+            "Read a file: its record (id, path, mime, size, tags, index status), what processing \
+             found (`file.processed`: metadata, entities, suggested tags and a page of chunks, \
+             each with its citable locator mem://file/ID#Lx-y; page with `chunks_from` and \
+             `chunks_limit`) and its text content. `target` is a file id (file_...) or the full \
+             path. Content longer than `max_chars` (default 200000) is cut and `truncated` is \
+             set; binary files return no text.",
         )
         .reads(),
         tool(
@@ -118,9 +121,9 @@ pub(crate) fn tools() -> Vec<ToolDef> {
         tool(
             "mem_memory_list",
             entry::<mem_service::ListMemories>(),
-            "List memories, filtered by folder `path`, `kind` and `lifecycle` (active by default; \
+            "List memories, filtered by folder `path`, `kind`, `agent` (who wrote it), `pinned` and `lifecycle` (active by default; \
              archived, superseded, forgotten or all). Paged: pass `next_cursor` back as `cursor` \
-             to continue.",
+             to continue (a page may be short, even empty, while `next_cursor` goes on).",
         )
         .reads(),
         tool(

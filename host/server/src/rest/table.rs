@@ -108,7 +108,7 @@ pub(crate) fn routes() -> Vec<Route> {
             "get",
             "/v1/files/{target}",
             "fileInfo",
-            "A file's record (by id or path)",
+            "A file's record (by id or path) with its processed chunks (paged), metadata, entities and suggested tags",
             entry::<files::FileInfo>(),
         ),
         route(

@@ -1,7 +1,7 @@
 //! The audit log, newest first, filtered by target, with the hash chain's
 //! verification state.
 
-use super::html::{esc, field, input, text};
+use super::html::{esc, field, input, qp, text};
 use super::{Session, num_or_text};
 use crate::AppState;
 use axum::Router;
@@ -23,15 +23,21 @@ async fn log(
     State(st): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let target = q.get("target").map(|t| t.trim()).filter(|t| !t.is_empty());
+    let get = |k: &str| q.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let target = get("target");
+    let action = get("action");
     let mut args = Map::new();
     if let Some(t) = target {
         args.insert("target".into(), t.into());
     }
-    args.insert(
-        "limit".into(),
-        num_or_text(q.get("limit").map(String::as_str).unwrap_or("100")),
-    );
+    if let Some(a) = action {
+        args.insert("action".into(), a.into());
+    }
+    if let Some(b) = get("before") {
+        args.insert("before".into(), num_or_text(b));
+    }
+    let limit = get("limit").unwrap_or("100");
+    args.insert("limit".into(), num_or_text(limit));
     let verified = match s.run::<AuditVerify>(&st, json!({})).await {
         Ok(v) => v,
         Err(e) => return s.fail("Audit", &e),
@@ -51,6 +57,23 @@ async fn log(
             field(&verified, "first_bad_seq"),
             field(&verified, "problem")
         )
+    };
+    let shown = entries.as_array().map_or(0, Vec::len);
+    // A full page may have older entries: the next page starts below its last seq.
+    let next = match entries.as_array().and_then(|a| a.last()) {
+        Some(last) if limit.parse::<usize>().is_ok_and(|l| l == shown) => {
+            let mut keep: Vec<String> = [("target", target), ("action", action)]
+                .iter()
+                .filter_map(|(k, v)| v.map(|v| format!("{k}={}", qp(v))))
+                .collect();
+            keep.push(format!("limit={}", qp(limit)));
+            keep.push(format!("before={}", text(&last["seq"])));
+            format!(
+                r#"<p class="pager"><a rel="next" href="{}">Older entries</a></p>"#,
+                esc(&format!("/audit?{}", keep.join("&")))
+            )
+        }
+        _ => String::new(),
     };
     let mut rows = String::new();
     for e in entries.as_array().into_iter().flatten() {
@@ -76,16 +99,22 @@ async fn log(
         );
     }
     let form = format!(
-        r#"<form method="get" action="/audit" class="filters">{}<button type="submit">Filter</button></form>"#,
+        r#"<form method="get" action="/audit" class="filters">{}{}<button type="submit">Filter</button></form>"#,
         input(
             "target",
             "Target",
             target.unwrap_or(""),
             r#"placeholder="mem_…""#
+        ),
+        input(
+            "action",
+            "Action",
+            action.unwrap_or(""),
+            r#"placeholder="forget""#
         )
     );
     let body = format!(
-        r#"{chain}{form}<div class="scroll"><table><caption>Audit entries, newest first</caption><thead><tr><th scope="col">Seq</th><th scope="col">At</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Actor</th><th scope="col">Verdict</th></tr></thead><tbody>{rows}</tbody></table></div>"#
+        r#"{chain}{form}<div class="scroll"><table><caption>Audit entries, newest first</caption><thead><tr><th scope="col">Seq</th><th scope="col">At</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Actor</th><th scope="col">Verdict</th></tr></thead><tbody>{rows}</tbody></table></div>{next}"#
     );
     s.page("Audit", &body)
 }

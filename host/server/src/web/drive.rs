@@ -17,6 +17,7 @@ use mem_core::MemError;
 use mem_service::access::Scope;
 use mem_service::ops::admin::Reprocess;
 use mem_service::ops::files::{ListFolder, Mkdir, Move, PutFileRequest, ReadFile, Remove};
+use mem_service::ops::related::GetRelated;
 use serde_json::json;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -219,8 +220,15 @@ async fn file(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let target = q.get("target").cloned().unwrap_or_default();
+    let from: u32 = q
+        .get("chunks_from")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let r = match s
-        .run::<ReadFile>(&st, json!({ "target": target, "max_chars": 20000 }))
+        .run::<ReadFile>(
+            &st,
+            json!({ "target": target, "max_chars": 20000, "chunks_from": from }),
+        )
         .await
     {
         Ok(r) => r,
@@ -260,13 +268,141 @@ async fn file(
         .rsplit_once('/')
         .map(|(p, _)| if p.is_empty() { "/" } else { p })
         .unwrap_or("/");
+    if let Some(tags) = f["tags"].as_array().filter(|t| !t.is_empty()) {
+        let tags: Vec<String> = tags.iter().map(text).collect();
+        let _ = write!(facts, "<dt>Tags</dt><dd>{}</dd>", esc(&tags.join(", ")));
+    }
+    let id = text(&f["id"]);
+    let processed = processed(&id, &f["processed"]);
+    // Relations are the `related` operation's; a file without any (or a
+    // caller that may not see them) shows none rather than failing the page.
+    let related = s
+        .run::<GetRelated>(&st, json!({ "id": id, "limit": 20 }))
+        .await
+        .map(|r| relations(&r))
+        .unwrap_or_default();
     let body = format!(
-        r#"<p>Processing: <strong id="index-status" data-status="{st}">{st}</strong> {retry}</p><p class="meta">Cite as {cite} · <a href="/drive?path={parent}">Back to the folder</a></p><dl>{facts}</dl>{content}"#,
+        r#"<p>Processing: <strong id="index-status" data-status="{st}">{st}</strong> {retry}</p><p class="meta">Cite as {cite} · <a href="/drive?path={parent}">Back to the folder</a></p><dl>{facts}</dl>{processed}{related}{content}"#,
         st = esc(&status),
         cite = field(&r, "citation"),
         parent = esc(&qp(parent)),
     );
     s.page(&format!("File {}", text(&f["name"])), &body)
+}
+
+/// What the processors made of the file: metadata, entities, suggested
+/// tags and a page of chunks with their locators.
+fn processed(id: &str, p: &serde_json::Value) -> String {
+    if p.is_null() {
+        return r#"<section aria-labelledby="proc-h"><h2 id="proc-h">Processed</h2><p class="empty">Not processed yet.</p></section>"#.into();
+    }
+    let mut meta = String::new();
+    if let Some(t) = p["title"].as_str() {
+        let _ = write!(meta, "<dt>Title</dt><dd>{}</dd>", esc(t));
+    }
+    for (k, v) in p["metadata"].as_object().into_iter().flatten() {
+        let _ = write!(meta, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(&text(v)));
+    }
+    let suggested: Vec<String> = p["suggested_tags"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(text)
+        .collect();
+    if !suggested.is_empty() {
+        let _ = write!(
+            meta,
+            "<dt>Suggested tags</dt><dd>{}</dd>",
+            esc(&suggested.join(", "))
+        );
+    }
+    let mut entities = String::new();
+    for e in p["entities"].as_array().into_iter().flatten() {
+        let _ = write!(
+            entities,
+            "<li>{} <span class=\"meta\">{}</span></li>",
+            field(e, "value"),
+            field(e, "kind")
+        );
+    }
+    if !entities.is_empty() {
+        let more = p["entity_count"]
+            .as_u64()
+            .unwrap_or(0)
+            .saturating_sub(p["entities"].as_array().map_or(0, |a| a.len() as u64));
+        entities = format!(
+            r#"<h3>Entities ({})</h3><ul class="entities">{entities}</ul>{}"#,
+            field(p, "entity_count"),
+            if more > 0 {
+                format!("<p class=\"meta\">and {more} more</p>")
+            } else {
+                String::new()
+            }
+        );
+    }
+    let mut rows = String::new();
+    for c in p["chunks"].as_array().into_iter().flatten() {
+        let section: Vec<String> = c["section"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(text)
+            .collect();
+        let _ = write!(
+            rows,
+            r#"<tr id="chunk-{n}"><td>{n}</td><td><code>{loc}</code></td><td>{sec}</td><td><pre class="chunk">{body}</pre></td></tr>"#,
+            n = field(c, "index"),
+            loc = field(c, "locator"),
+            sec = esc(&section.join(" › ")),
+            body = field(c, "text"),
+        );
+    }
+    let chunks = if rows.is_empty() {
+        r#"<p class="empty">No chunks.</p>"#.to_string()
+    } else {
+        format!(
+            r#"<div class="scroll"><table id="chunks"><caption>Chunks ({count})</caption><thead><tr><th scope="col">#</th><th scope="col">Locator</th><th scope="col">Section</th><th scope="col">Text</th></tr></thead><tbody>{rows}</tbody></table></div>"#,
+            count = field(p, "chunk_count")
+        )
+    };
+    let next = match p["next_chunk"].as_u64() {
+        Some(n) => format!(
+            r#"<p class="pager"><a rel="next" href="/drive/file?target={}&amp;chunks_from={n}">Next chunks</a></p>"#,
+            esc(&qp(id))
+        ),
+        None => String::new(),
+    };
+    format!(
+        r#"<section aria-labelledby="proc-h"><h2 id="proc-h">Processed</h2><dl id="processed-meta">{meta}</dl>{entities}{chunks}{next}</section>"#
+    )
+}
+
+/// The file's relations, each linking to the other end.
+fn relations(r: &serde_json::Value) -> String {
+    let mut items = String::new();
+    for e in r["relations"].as_array().into_iter().flatten() {
+        let id = text(&e["id"]);
+        let href = if e["item"] == "file" {
+            format!("/drive/file?target={}", qp(&id))
+        } else {
+            format!("/memories/{}", qp(&id))
+        };
+        let _ = write!(
+            items,
+            r#"<li><span class="tag">{kind}</span> <a href="{href}">{label}</a> <span class="meta">{reason} · {score:.2}</span></li>"#,
+            kind = field(e, "type"),
+            href = esc(&href),
+            label = field(e, "label"),
+            reason = field(e, "reason"),
+            score = e["score"].as_f64().unwrap_or(0.0),
+        );
+    }
+    let body = if items.is_empty() {
+        r#"<p class="empty">No relations found.</p>"#.to_string()
+    } else {
+        format!(r#"<ul id="relations">{items}</ul>"#)
+    };
+    format!(r#"<section aria-labelledby="rel-h"><h2 id="rel-h">Related</h2>{body}</section>"#)
 }
 
 async fn reprocess(State(st): State<AppState>, f: super::WebForm) -> Response {

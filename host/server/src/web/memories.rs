@@ -62,14 +62,23 @@ async fn ledger(
 ) -> Response {
     let get = |k: &str| q.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
     let mut args = Map::new();
-    for k in ["path", "kind", "lifecycle", "cursor"] {
+    for k in ["path", "kind", "lifecycle", "agent", "cursor"] {
         if let Some(v) = get(k) {
             args.insert(k.into(), Value::String(v.into()));
         }
     }
+    if let Some(p) = get("pinned") {
+        // Anything but the two offered values is the operation's to refuse.
+        let v = match p {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            other => Value::String(other.into()),
+        };
+        args.insert("pinned".into(), v);
+    }
     args.insert("limit".into(), PAGE.into());
     let filters = format!(
-        r#"<form method="get" action="/memories" class="filters" role="search">{}{}{}<button type="submit">Filter</button></form>"#,
+        r#"<form method="get" action="/memories" class="filters" role="search">{}{}{}{}{}<button type="submit">Filter</button></form>"#,
         input(
             "path",
             "Folder",
@@ -87,6 +96,18 @@ async fn ledger(
             "Lifecycle",
             LIFECYCLES,
             get("lifecycle").unwrap_or("active")
+        ),
+        input(
+            "agent",
+            "Agent",
+            get("agent").unwrap_or(""),
+            r#"placeholder="claude-code""#
+        ),
+        select(
+            "pinned",
+            "Pinned",
+            &[("", "any"), ("true", "pinned"), ("false", "not pinned")],
+            get("pinned").unwrap_or("")
         ),
     );
     let page = match s.run::<ListMemories>(&st, Value::Object(args)).await {
@@ -119,7 +140,7 @@ async fn ledger(
         )
     };
     let base = {
-        let keep: Vec<String> = ["path", "kind", "lifecycle"]
+        let keep: Vec<String> = ["path", "kind", "lifecycle", "agent", "pinned"]
             .iter()
             .filter_map(|k| get(k).map(|v| format!("{k}={}", qp(v))))
             .collect();

@@ -9,7 +9,6 @@ use super::doc::{Reference, Target, parse_reference};
 use super::{Checkpoint, Task};
 use crate::access::Scope;
 use crate::door::{Caller, Operation};
-use crate::ops::files::FileInfo;
 use crate::recall::{ContextPack, ContextRequest};
 use mem_core::model::Lifecycle;
 use mem_core::{ErrorCode, MemResult, VPath};
@@ -133,7 +132,7 @@ impl Caller<'_> {
                 }
             },
             Some(Target::File { id, lines }) => {
-                let file = match (FileInfo { target: id.into() }).run(self) {
+                let file = match self.visible_file(id) {
                     Err(e) => return hidden(e),
                     Ok(f) => f,
                 };

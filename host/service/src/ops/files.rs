@@ -1,5 +1,6 @@
 //! File and folder operations.
 
+use super::file_details::{ChunkWindow, FileDetails};
 use super::{fields, yes};
 use crate::access::Scope;
 use crate::door::{Caller, Done, Operation, Replay};
@@ -169,11 +170,19 @@ impl Caller<'_> {
 
     /// A file's record and a reader over its content (streams any size).
     pub fn open_file(&self, target: &str) -> MemResult<(FileRecord, Box<dyn Read + Send>)> {
-        FileInfo {
-            target: target.to_string(),
-        }
-        .run(self)?;
+        self.visible_file(target)?;
         self.svc.open_file(target)
+    }
+
+    /// The record of a file the caller may read; one it may not see is
+    /// `not_found`, as a missing one.
+    pub(crate) fn visible_file(&self, target: &str) -> MemResult<FileRecord> {
+        let f = self
+            .svc
+            .file_info(target)
+            .map_err(|e| self.hide(e, "file", target))?;
+        self.object(Scope::Read, "file", target, &f.path)?;
+        Ok(f)
     }
 
     /// A file id or path, or a folder path, that the caller may act on.
@@ -188,28 +197,38 @@ impl Caller<'_> {
     }
 }
 
-/// `files.info`: a file's record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// `files.info`: a file's record and what processing made of it (a page
+/// of its chunks).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileInfo {
     /// A file id (`file_...`) or a file's full path.
     #[schemars(length(min = 1))]
     pub target: String,
+    /// Index of the first chunk shown (default 0; `next_chunk` of a page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks_from: Option<u32>,
+    /// Chunks shown (1 to 100, default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub chunks_limit: Option<u32>,
 }
 
 impl Operation for FileInfo {
     const NAME: &'static str = "files.info";
     const SCOPE: Scope = Scope::Read;
     const REPLAY: Replay = Replay::None;
-    type Output = FileRecord;
+    type Output = FileDetails;
 
-    fn run(self, c: &Caller<'_>) -> MemResult<FileRecord> {
-        let f = c
-            .svc
-            .file_info(&self.target)
-            .map_err(|e| c.hide(e, "file", &self.target))?;
-        c.object(Scope::Read, "file", &self.target, &f.path)?;
-        Ok(f)
+    fn run(self, c: &Caller<'_>) -> MemResult<FileDetails> {
+        let f = c.visible_file(&self.target)?;
+        c.file_details(
+            f,
+            ChunkWindow {
+                from: self.chunks_from,
+                limit: self.chunks_limit,
+            },
+        )
     }
 }
 
@@ -231,12 +250,20 @@ pub struct ReadFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 10_000_000))]
     pub max_chars: Option<usize>,
+    /// Index of the first chunk shown (default 0; `next_chunk` of a page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks_from: Option<u32>,
+    /// Chunks shown (1 to 100, default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub chunks_limit: Option<u32>,
 }
 
 /// A file's text, for agents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FileText {
-    pub file: FileRecord,
+    /// The record, with its processed chunks, metadata and entities.
+    pub file: FileDetails,
     pub citation: String,
     /// The text, or absent for content that is not UTF-8 text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,12 +287,17 @@ impl Operation for ReadFile {
             ))
             .with_hint("read a larger file as raw content (GET /v1/files/{id}/content, `mem-host cat`)"));
         }
-        FileInfo {
+        let details = FileInfo {
             target: self.target.clone(),
+            chunks_from: self.chunks_from,
+            chunks_limit: self.chunks_limit,
         }
         .run(c)?;
         // At most 4 bytes a character, one more character to know it was cut.
-        let (file, bytes) = c.svc.read_file(&self.target, (max_chars as u64 + 1) * 4)?;
+        let (_, bytes) = c
+            .svc
+            .read_file(&details.file.id, (max_chars as u64 + 1) * 4)?;
+        let file = details.file.clone();
         let citation = format!("mem://file/{}", file.id);
         let complete = bytes.len() as u64 == file.size;
         let text = match std::str::from_utf8(&bytes) {
@@ -282,7 +314,7 @@ impl Operation for ReadFile {
                     "{} is not text ({}); search it, or read its raw content",
                     file.path, file.mime
                 )),
-                file,
+                file: details,
                 citation,
                 content: None,
                 truncated: false,
@@ -294,7 +326,7 @@ impl Operation for ReadFile {
             content: Some(text[..cut.unwrap_or(text.len())].to_string()),
             note: truncated
                 .then(|| format!("cut at {max_chars} characters; raise max_chars for more")),
-            file,
+            file: details,
             citation,
             truncated,
         })

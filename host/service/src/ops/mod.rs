@@ -9,6 +9,7 @@
 pub mod admin;
 pub mod bundles;
 pub mod fields;
+pub mod file_details;
 pub mod files;
 pub mod govern;
 pub mod memories;
