@@ -406,3 +406,131 @@ fn rest_imports_a_mem0_export_and_exports_a_vault_as_json() {
             .contains("tags: [infra, k8s]")
     );
 }
+
+/// One memory of every built-in kind, worded to mislead a format's own
+/// guess (a decision saying "never", a fact in AGENTS.md).
+const EVERY_KIND: &[(&str, &str)] = &[
+    ("observation", "The nightly build took 41 minutes on 2 May"),
+    (
+        "decision",
+        "Never deploy on Fridays; we agreed on Thursday cut-offs",
+    ),
+    (
+        "preference",
+        "Prefers short commit messages in the imperative",
+    ),
+    (
+        "task_state",
+        "Migration to Postgres 16 is half done: schema moved",
+    ),
+    ("fact", "The API server lives in crates/api"),
+    ("note", "Ask Sam about the staging certificates"),
+    ("artifact", "Release checklist: docs/release.md"),
+    ("rule", "You must run cargo fmt before every commit"),
+];
+
+/// (content, kind, role) of every memory under `path`, the role from the
+/// workspace's own type table.
+fn content_kinds_roles(ws: &Ws, path: &str) -> BTreeSet<(String, String, String)> {
+    let types = ws.run(&["types"]).ok().json();
+    let role_of = |kind: &str| {
+        types["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == kind)
+            .map(|t| t["role"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("no type {kind}"))
+    };
+    content_and_kinds(ws, path)
+        .into_iter()
+        .map(|(c, k)| {
+            let r = role_of(&k);
+            (c, k, r)
+        })
+        .collect()
+}
+
+/// A workspace holding [`EVERY_KIND`] under `/rt`.
+fn every_kind_workspace() -> Ws {
+    let ws = Ws::new();
+    let lines: String = EVERY_KIND
+        .iter()
+        .map(|(kind, content)| {
+            format!(
+                "{}\n",
+                serde_json::json!({"content": content, "kind": kind, "path": "/rt", "idempotency_key": format!("rt-{kind}")})
+            )
+        })
+        .collect();
+    let file = ws.write("every-kind.jsonl", lines.as_bytes());
+    ws.run(&["remember", "--jsonl", p(&file)]).ok();
+    assert_eq!(memories(&ws, "/rt").len(), EVERY_KIND.len());
+    ws
+}
+
+/// Exports `/rt` through `adapter` into `out` (extra args: `--split`),
+/// imports the result into a fresh workspace and asserts every memory
+/// came back with its content, kind and role.
+fn assert_round_trip(adapter: &str, out: &str, extra: &[&str]) -> String {
+    let ws = every_kind_workspace();
+    let out = ws.path(out);
+    let mut args = vec![
+        "export",
+        "--adapter",
+        adapter,
+        "--path",
+        "/rt",
+        "-o",
+        p(&out),
+    ];
+    args.extend_from_slice(extra);
+    ws.run(&args).ok();
+    let fresh = Ws::new();
+    let lines = import(&fresh, &out, adapter, "/rt");
+    assert_eq!(lines.len(), EVERY_KIND.len(), "{lines:?}");
+    let want = content_kinds_roles(&ws, "/rt");
+    assert_eq!(want.len(), EVERY_KIND.len());
+    assert_eq!(content_kinds_roles(&fresh, "/rt"), want, "{adapter}");
+    if out.is_file() {
+        std::fs::read_to_string(&out).unwrap()
+    } else {
+        String::new()
+    }
+}
+
+#[test]
+fn agents_md_round_trip_keeps_content_kinds_and_roles() {
+    let text = assert_round_trip("agents-md", "AGENTS.md", &[]);
+    // The rule and the preference read as such by their wording; the
+    // rest carry a marker.
+    assert!(
+        text.contains("- You must run cargo fmt before every commit\n"),
+        "{text}"
+    );
+    assert!(!text.contains("every commit\n  <!--"), "{text}");
+    assert!(!text.contains("imperative\n  <!--"), "{text}");
+    assert_eq!(text.matches("<!-- mem:kind=").count(), 6, "{text}");
+}
+
+#[test]
+fn hermes_md_round_trip_keeps_content_kinds_and_roles() {
+    let text = assert_round_trip("hermes-md", "MEMORY.md", &[]);
+    // MEMORY.md entries are facts unless marked.
+    assert_eq!(text.matches("<!-- mem:kind=").count(), 7, "{text}");
+    assert!(
+        text.contains("The API server lives in crates/api\n§\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn mem0_round_trip_keeps_content_kinds_and_roles() {
+    let text = assert_round_trip("mem0", "mem0.json", &[]);
+    assert!(!text.contains("<!--"), "{text}");
+}
+
+#[test]
+fn obsidian_round_trip_keeps_content_kinds_and_roles() {
+    assert_round_trip("obsidian", "vault", &["--split"]);
+}
