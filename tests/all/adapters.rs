@@ -225,6 +225,44 @@ fn link_edges(ws: &Ws, path: &str) -> BTreeSet<(String, String)> {
     edges
 }
 
+/// The wiki links of the fixture vault, as (from note, to note).
+fn vault_links() -> BTreeSet<(String, String)> {
+    [
+        ("Deploy checklist", "Staging cluster"),
+        ("Deploy checklist", "Runbook - rollback"),
+        ("Staging cluster", "Deploy checklist"),
+        ("Runbook - rollback", "Staging cluster"),
+        ("Meeting 2025-03-04", "Deploy checklist"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect()
+}
+
+#[test]
+fn wiki_links_of_a_queued_note_become_relations_when_it_is_approved() {
+    let ws = Ws::new();
+    set_config(
+        &ws,
+        "[gate]\ndefault = \"auto\"\nkinds = { decision = \"review\" }\n",
+    );
+    let lines = import(&ws, &fixture("vault"), "obsidian", "/vault");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    // The decision note waits for review; the links between the others stand.
+    let queued = ws.run(&["review", "list"]).ok().json();
+    let queued = queued.as_array().unwrap();
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    let without: BTreeSet<_> = vault_links()
+        .into_iter()
+        .filter(|(a, b)| a != "Deploy checklist" && b != "Deploy checklist")
+        .collect();
+    assert_eq!(link_edges(&ws, "/vault"), without);
+
+    let id = queued[0]["id"].as_str().unwrap();
+    ws.run(&["review", "approve", id]).ok();
+    assert_eq!(link_edges(&ws, "/vault"), vault_links());
+}
+
 #[test]
 fn an_obsidian_vault_imports_notes_with_front_matter_and_links() {
     let ws = Ws::new();
@@ -243,16 +281,7 @@ fn an_obsidian_vault_imports_notes_with_front_matter_and_links() {
         deploy["provenance"]["source_ref"],
         "Deploy checklist.md#L9-12"
     );
-    let want: BTreeSet<(String, String)> = [
-        ("Deploy checklist", "Staging cluster"),
-        ("Deploy checklist", "Runbook - rollback"),
-        ("Staging cluster", "Deploy checklist"),
-        ("Runbook - rollback", "Staging cluster"),
-        ("Meeting 2025-03-04", "Deploy checklist"),
-    ]
-    .iter()
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .collect();
+    let want = vault_links();
     assert_eq!(link_edges(&ws, "/vault"), want);
 
     assert_replays(&ws, &vault, "obsidian", "/vault");
