@@ -563,3 +563,100 @@ fn mem0_round_trip_keeps_content_kinds_and_roles() {
 fn obsidian_round_trip_keeps_content_kinds_and_roles() {
     assert_round_trip("obsidian", "vault", &["--split"]);
 }
+
+/// The active memories under `path` as (content, source_ref), sorted.
+fn contents_and_refs(ws: &Ws, path: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = memories(ws, path)
+        .iter()
+        .map(|m| {
+            (
+                m["content"].as_str().unwrap().to_string(),
+                m["provenance"]["source_ref"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn an_edited_document_supersedes_what_changed_and_replays_the_rest() {
+    let ws = Ws::new();
+    let first = "# Rules\n\n- Never commit secrets.\n- Prefer small modules.\n- Run cargo fmt before pushing.\n";
+    let doc = ws.write("v1/AGENTS.md", first.as_bytes());
+    let lines = import(&ws, &doc, "agents-md", "/repo");
+    assert_eq!(lines.len(), 3);
+    let small = lines[1]["memory"].clone();
+
+    // One bullet edited in place, one added above the others.
+    let edited = "# Rules\n\n- Always open a pull request.\n- Never commit secrets.\n- Prefer small modules under 600 lines.\n- Run cargo fmt before pushing.\n";
+    let doc2 = ws.write("v2/AGENTS.md", edited.as_bytes());
+    let again = import(&ws, &doc2, "agents-md", "/repo");
+    assert_eq!(again.len(), 4, "{again:?}");
+    let replayed: Vec<bool> = again.iter().map(|l| l["replayed"] == true).collect();
+    assert_eq!(replayed, [false, true, false, true], "{again:?}");
+    // The unchanged entries are the earlier memories, not copies.
+    assert_eq!(again[1]["memory"]["id"], lines[0]["memory"]["id"]);
+    assert_eq!(again[3]["memory"]["id"], lines[2]["memory"]["id"]);
+    // The edited one superseded its earlier memory through the gate.
+    let replace = &again[2];
+    assert_eq!(replace["proposal"]["op"], "replace", "{replace}");
+    assert_eq!(replace["proposal"]["targets"][0], small["id"], "{replace}");
+    let old = ws
+        .run(&["memory", "get", small["id"].as_str().unwrap()])
+        .ok()
+        .json();
+    assert_eq!(old["lifecycle"], "superseded", "{old}");
+    assert_eq!(
+        contents_and_refs(&ws, "/repo"),
+        [
+            ("Always open a pull request.", "AGENTS.md#L3"),
+            ("Never commit secrets.", "AGENTS.md#L3"),
+            ("Prefer small modules under 600 lines.", "AGENTS.md#L5"),
+            ("Run cargo fmt before pushing.", "AGENTS.md#L5"),
+        ]
+        .map(|(c, r)| (c.to_string(), r.to_string()))
+    );
+
+    // The edited document again: everything replays, nothing duplicates.
+    let third = import(&ws, &doc2, "agents-md", "/repo");
+    assert!(third.iter().all(|l| l["replayed"] == true), "{third:?}");
+    assert_eq!(memories(&ws, "/repo").len(), 4);
+}
+
+#[test]
+fn an_edited_entry_waits_as_a_replace_proposal_when_the_gate_reviews() {
+    let ws = Ws::new();
+    let v1 = r#"[{"id": "m-1", "memory": "Lives in Oslo"}, {"id": "m-2", "memory": "Drinks tea"}]"#;
+    import(&ws, &ws.write("a/export.json", v1.as_bytes()), "mem0", "/u");
+    let before = memories(&ws, "/u");
+    set_config(&ws, "[gate]\ndefault = \"review\"\n");
+    let v2 = r#"[{"id": "m-1", "memory": "Lives in Bergen since 2026"}, {"id": "m-2", "memory": "Drinks tea"}]"#;
+    let v2 = ws.write("b/export.json", v2.as_bytes());
+    let lines = import(&ws, &v2, "mem0", "/u");
+    assert_eq!(lines[1]["replayed"], true, "{lines:?}");
+    let queued = &lines[0]["proposal"];
+    assert_eq!(queued["status"], "queued", "{lines:?}");
+    assert_eq!(queued["op"], "replace");
+    // Until approved, the earlier memory stands; a replay files nothing new.
+    assert_eq!(memories(&ws, "/u"), before);
+    let again = import(&ws, &v2, "mem0", "/u");
+    assert_eq!(again[0]["replayed"], true, "{again:?}");
+    assert_eq!(again[0]["proposal"]["id"], queued["id"]);
+    assert_eq!(
+        ws.run(&["review", "list"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+
+    ws.run(&["review", "approve", queued["id"].as_str().unwrap()])
+        .ok();
+    let now: Vec<String> = contents_and_refs(&ws, "/u")
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    assert_eq!(now, ["Drinks tea", "Lives in Bergen since 2026"]);
+}

@@ -13,6 +13,9 @@ use mem_core::plugin::AdapterEntry;
 use mem_core::{ErrorCode, MemError, MemResult};
 use serde_json::json;
 
+mod reimport;
+use reimport::Plan;
+
 /// Section trail attribute of imported memories (`Setup > Tools`).
 const SECTION_ATTR: &str = "section";
 const SECTION_SEP: &str = " > ";
@@ -200,13 +203,33 @@ impl Service {
             .with_details(json!({ "document": name, "refused": refused })));
         }
         let links = self.note_links(scope, &requests)?;
-        let results = self.remember_related(
-            requests
-                .iter()
-                .zip(&links)
-                .map(|(r, l)| (r, actor, l.as_slice())),
-            crate::gate::WriteRoute::Import,
-        );
+        let plans = self.plan_reimport(adapter, name, scope, &requests)?;
+        let fresh: Vec<usize> = (0..requests.len())
+            .filter(|i| matches!(plans[*i], Plan::Remember))
+            .collect();
+        let mut remembered = self
+            .remember_related(
+                fresh
+                    .iter()
+                    .map(|&i| (&requests[i], actor, links[i].as_slice())),
+                crate::gate::WriteRoute::Import,
+            )
+            .into_iter();
+        let results = plans
+            .into_iter()
+            .zip(&requests)
+            .map(|(plan, r)| match plan {
+                Plan::Remember => remembered
+                    .next()
+                    .unwrap_or_else(|| Err(MemError::internal("an import entry lost its result"))),
+                Plan::Unchanged(m) => Ok(RememberOutcome {
+                    replayed: true,
+                    memory: Some(*m),
+                    proposal: None,
+                }),
+                Plan::Replace(target) => self.replace_imported(r, target, actor),
+            })
+            .collect();
         self.catch_up_index();
         Ok(results)
     }
