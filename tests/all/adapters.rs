@@ -660,3 +660,81 @@ fn an_edited_entry_waits_as_a_replace_proposal_when_the_gate_reviews() {
         .collect();
     assert_eq!(now, ["Drinks tea", "Lives in Bergen since 2026"]);
 }
+
+/// `mem_import` and `mem_export` over MCP run the same operations as the
+/// CLI and REST: an agent confined to /repo imports AGENTS.md there (and
+/// again: replays), may not import elsewhere, may not send an oversized
+/// document, and another agent over HTTP exports what it imported.
+#[test]
+fn mcp_agents_import_and_export_documents() {
+    use crate::handoff::{Transport, ok, session};
+    use serde_json::json;
+    let ws = Ws::new();
+    let text = std::fs::read_to_string(fixture("AGENTS.md")).unwrap();
+    let a = token(&ws, "agent-a", "search,read,write", &["--paths", "/repo"]);
+    let b = token(&ws, "agent-b", "search,read", &["--paths", "/repo"]);
+    let doc = |path: &str, content: &str| json!(["mem_import", {"path": path, "adapter": "agents-md", "name": "AGENTS.md", "content": content}]);
+    let huge = "- x\n".repeat(mem_service::ops::admin::MAX_DOCUMENT_CHARS / 4 + 1);
+    let out = session(
+        &ws,
+        Transport::Stdio { secret: &a },
+        json!([
+            doc("/repo", &text),
+            doc("/repo", &text),
+            doc("/elsewhere", &text),
+            doc("/repo", &huge),
+        ]),
+    );
+    let first = ok(&out[0]).as_array().unwrap().clone();
+    assert_eq!(first.len(), 10, "{first:?}");
+    let never = first
+        .iter()
+        .map(|r| &r["result"]["memory"])
+        .find(|m| {
+            m["content"] == "Never commit secrets or `.env` files; credentials come from the vault."
+        })
+        .unwrap_or_else(|| panic!("{first:?}"));
+    assert_eq!(never["kind"], "rule");
+    assert_eq!(never["provenance"]["source_ref"], "AGENTS.md#L13");
+    let again = ok(&out[1]).as_array().unwrap().clone();
+    assert!(
+        again.iter().all(|r| r["result"]["replayed"] == true),
+        "{again:?}"
+    );
+    assert_eq!(out[2]["is_error"], true, "{}", out[2]);
+    assert!(out[2]["result"]["hint"].is_string(), "{}", out[2]);
+    assert_eq!(out[3]["is_error"], true);
+    // The tool's schema bounds `content`; the door enforces it.
+    let too_large = &out[3]["result"];
+    assert_eq!(too_large["code"], "bad_request");
+    assert!(
+        too_large["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("/content")),
+        "{}",
+        &too_large["code"]
+    );
+    assert_eq!(memories(&ws, "/repo").len(), 10);
+    assert!(memories(&ws, "/elsewhere").is_empty());
+
+    let srv = Server::start(&ws, &[]);
+    let url = srv.url("/mcp");
+    let out = session(
+        &ws,
+        Transport::Http {
+            url: &url,
+            secret: &b,
+        },
+        json!([["mem_export", {"path": "/repo"}], doc("/repo", &text)]),
+    );
+    let exported = ok(&out[0]);
+    assert_eq!(exported["name"], "AGENTS.md");
+    let content = exported["content"].as_str().unwrap();
+    assert!(
+        content
+            .contains("- Never commit secrets or `.env` files; credentials come from the vault."),
+        "{content}"
+    );
+    // A read-only agent may export but not import.
+    assert_eq!(out[1]["is_error"], true, "{}", out[1]);
+}
