@@ -182,10 +182,8 @@ impl Catalog {
             .unwrap_or("active")
             .trim()
             .to_ascii_lowercase();
-        let lifecycles = match status.as_str() {
-            "all" => None,
-            s => Some(vec![parse_lifecycle(s)?]),
-        };
+        let admitted = crate::memories::lifecycle_filter(Some(&status), "status")?;
+        let lifecycles = (status != "all").then_some(admitted);
         let files = kinds.is_empty() && matches!(status.as_str(), "active" | "all");
         let digest = filters_digest(&[path.as_str(), &kinds.join(","), &status]);
         Ok(Filters {
@@ -198,23 +196,6 @@ impl Catalog {
             digest,
         })
     }
-}
-
-fn parse_lifecycle(s: &str) -> MemResult<Lifecycle> {
-    [
-        Lifecycle::Active,
-        Lifecycle::Archived,
-        Lifecycle::Superseded,
-        Lifecycle::Deprecated,
-        Lifecycle::Forgotten,
-    ]
-    .into_iter()
-    .find(|l| l.as_str() == s)
-    .ok_or_else(|| {
-        MemError::bad_request(format!("unknown status {s:?}"))
-            .with_hint("status is active, archived, superseded, deprecated, forgotten or all")
-            .with_details(json!({ "field": "status" }))
-    })
 }
 
 pub(crate) fn out_of_range(field: &str, min: usize, max: usize) -> MemError {
