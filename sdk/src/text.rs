@@ -49,6 +49,35 @@ pub fn bullet(line: &str) -> Option<(usize, String)> {
     None
 }
 
+/// The kind marker an exporter writes on its own line after an entry whose
+/// kind the format's importer would not guess (a `fact` in AGENTS.md), so
+/// export → import keeps kinds: an HTML comment, invisible where the
+/// Markdown renders and plain to an agent reading the text.
+pub fn kind_marker(kind: &str) -> String {
+    format!("{KIND_MARKER_OPEN}{kind}{KIND_MARKER_CLOSE}")
+}
+
+const KIND_MARKER_OPEN: &str = "<!-- mem:kind=";
+const KIND_MARKER_CLOSE: &str = " -->";
+
+/// An entry's text without its trailing kind marker (on the last line or
+/// a line of its own), and the kind the marker names. A marker whose kind
+/// is empty or holds spaces is text, not a marker.
+pub fn take_kind_marker(text: &str) -> (&str, Option<&str>) {
+    let t = text.trim_end();
+    let Some(rest) = t.strip_suffix(KIND_MARKER_CLOSE) else {
+        return (text, None);
+    };
+    let Some(at) = rest.rfind(KIND_MARKER_OPEN) else {
+        return (text, None);
+    };
+    let kind = &rest[at + KIND_MARKER_OPEN.len()..];
+    if kind.is_empty() || kind.chars().any(|c| c.is_whitespace() || c == '>') {
+        return (text, None);
+    }
+    (rest[..at].trim_end(), Some(kind))
+}
+
 /// Lower-case alphanumeric words (Unicode-aware), in order, duplicates kept.
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
@@ -92,6 +121,21 @@ mod tests {
         assert_eq!(bullet("  - item "), Some((2, "item".into())));
         assert_eq!(bullet("12) twelve"), Some((0, "twelve".into())));
         assert_eq!(bullet("-x"), None);
+    }
+
+    #[test]
+    fn kind_markers_round_trip_and_only_trailing_ones_count() {
+        let text = format!("Uses pnpm\n{}", kind_marker("fact"));
+        assert_eq!(take_kind_marker(&text), ("Uses pnpm", Some("fact")));
+        let inline = format!("Uses pnpm {}\n", kind_marker("task_state"));
+        assert_eq!(take_kind_marker(&inline), ("Uses pnpm", Some("task_state")));
+        let middle = format!("{} then text", kind_marker("fact"));
+        assert_eq!(take_kind_marker(&middle), (middle.as_str(), None));
+        assert_eq!(
+            take_kind_marker("a <!-- mem:kind= -->"),
+            ("a <!-- mem:kind= -->", None)
+        );
+        assert_eq!(take_kind_marker("a <!-- mem:kind=x y -->").1, None);
     }
 
     #[test]

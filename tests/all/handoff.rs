@@ -23,7 +23,7 @@ fn python() -> PathBuf {
 
 /// One MCP session of `calls` ([tool, arguments] pairs) with the Python
 /// SDK: over stdio (`mem-host mcp` as the token `secret`) or over HTTP.
-fn session(ws: &Ws, transport: Transport<'_>, calls: Value) -> Vec<Value> {
+pub(crate) fn session(ws: &Ws, transport: Transport<'_>, calls: Value) -> Vec<Value> {
     let file = ws.write("calls.json", calls.to_string().as_bytes());
     let mut c = Command::new(python());
     c.arg(repo_root().join("tests/mcp/call.py"))
@@ -52,13 +52,13 @@ fn session(ws: &Ws, transport: Transport<'_>, calls: Value) -> Vec<Value> {
     serde_json::from_value(run.json()).unwrap()
 }
 
-enum Transport<'a> {
+pub(crate) enum Transport<'a> {
     Stdio { secret: &'a str },
     Http { url: &'a str, secret: &'a str },
 }
 
 /// The result of a call that must have succeeded.
-fn ok(r: &Value) -> &Value {
+pub(crate) fn ok(r: &Value) -> &Value {
     assert_eq!(r["is_error"], false, "{r}");
     &r["result"]
 }

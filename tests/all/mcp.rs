@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const TOOLS: [&str; 23] = [
+const TOOLS: [&str; 25] = [
     "mem_archive",
     "mem_catalog",
     "mem_check",
@@ -21,9 +21,11 @@ const TOOLS: [&str; 23] = [
     "mem_checkpoint_get",
     "mem_checkpoint_list",
     "mem_context",
+    "mem_export",
     "mem_feedback",
     "mem_forget",
     "mem_get",
+    "mem_import",
     "mem_list",
     "mem_memory_get",
     "mem_memory_list",

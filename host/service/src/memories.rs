@@ -129,8 +129,9 @@ pub(crate) fn memory_path_key(path: &VPath, id: &str) -> String {
     format!("{}\0{id}", path.as_str())
 }
 
-/// The lifecycles a `--lifecycle` value selects.
-fn lifecycle_filter(raw: Option<&str>) -> MemResult<Vec<Lifecycle>> {
+/// The lifecycles a `lifecycle` (memory list) or `status` (catalog) value
+/// selects; `field` names it in the error.
+pub(crate) fn lifecycle_filter(raw: Option<&str>, field: &str) -> MemResult<Vec<Lifecycle>> {
     Ok(match raw.unwrap_or("active") {
         "active" => vec![Lifecycle::Active],
         "archived" => vec![Lifecycle::Archived],
@@ -145,10 +146,11 @@ fn lifecycle_filter(raw: Option<&str>) -> MemResult<Vec<Lifecycle>> {
             Lifecycle::Forgotten,
         ],
         other => {
-            return Err(
-                MemError::bad_request(format!("unknown lifecycle {other:?}"))
-                    .with_hint("use active, archived, superseded, deprecated, forgotten or all"),
-            );
+            return Err(MemError::bad_request(format!("unknown {field} {other:?}"))
+                .with_hint(format!(
+                    "{field} is active, archived, superseded, deprecated, forgotten or all"
+                ))
+                .with_details(json!({ "field": field })));
         }
     })
 }
@@ -609,7 +611,7 @@ impl Service {
                 "limit must be 1..={MAX_LIST_LIMIT}"
             )));
         }
-        let lifecycles = lifecycle_filter(q.lifecycle.as_deref())?;
+        let lifecycles = lifecycle_filter(q.lifecycle.as_deref(), "lifecycle")?;
         let path = q.path.as_deref().map(VPath::parse).transpose()?;
         let kind = q.kind.as_deref().map(|k| k.trim().to_ascii_lowercase());
         // Normalized as `remember` stores it: trimmed, empty is no filter.

@@ -4,9 +4,11 @@
 //! heading trail and line range; absolute wording (must, never, always,
 //! do not, required) marks a binding rule (role `constraint`), anything
 //! else in such a file is `guidance`. Export writes the entries back as
-//! headings and bullets, so import → export → import keeps every entry.
+//! headings and bullets, so import → export → import keeps every entry;
+//! an entry whose kind the wording would not give back (a `fact`) ends
+//! with a kind marker (`<!-- mem:kind=fact -->`) that import reads.
 
-use mem_plugin_sdk::text::{bullet, heading, numbered_lines};
+use mem_plugin_sdk::text::{bullet, heading, kind_marker, numbered_lines, take_kind_marker};
 use mem_plugin_sdk::types::*;
 use mem_plugin_sdk::{Adapter, config};
 
@@ -69,14 +71,24 @@ pub fn parse(name: &str, text: &str, kind: Option<&str>) -> Vec<Entry> {
     let tag = tag_for(name);
     let close = |open: &mut Option<Open>, out: &mut Vec<Entry>, trail: &[(usize, String)]| {
         if let Some(o) = open.take() {
-            let content = o.content.join("\n").trim().to_string();
+            let joined = o.content.join("\n");
+            let (content, marked) = take_kind_marker(&joined);
+            let content = content.trim();
             if content.is_empty() {
                 return;
             }
-            let role = role_of(&content);
-            let mut e = Entry::new(kind_of(role, kind), content.clone());
+            // A marked kind keeps its own role (the host's role table);
+            // else the wording decides.
+            let (kind, role) = match marked {
+                Some(k) => (k.to_string(), None),
+                None => {
+                    let role = role_of(content);
+                    (kind_of(role, kind), Some(role.to_string()))
+                }
+            };
+            let mut e = Entry::new(kind, content);
             e.section = trail.iter().map(|(_, t)| t.clone()).collect();
-            e.role = Some(role.to_string());
+            e.role = role;
             e.lines = Some(LineRange::new(o.start, o.end));
             e.tags = vec![tag.clone()];
             e.attributes = vec![
@@ -148,7 +160,9 @@ pub fn parse(name: &str, text: &str, kind: Option<&str>) -> Vec<Entry> {
 }
 
 /// Renders entries as Markdown: headings from the section trails, bullets
-/// (or paragraphs for entries imported as paragraphs).
+/// (or paragraphs for entries imported as paragraphs). An entry whose kind
+/// its wording would not give back (a `fact`, a `decision` saying "never")
+/// is followed by a kind marker.
 pub fn render(entries: &[Entry]) -> String {
     let mut out = String::new();
     let mut current: Vec<String> = Vec::new();
@@ -178,13 +192,17 @@ pub fn render(entries: &[Entry]) -> String {
         if (block == "paragraph" || last_block == "paragraph") && !last_block.is_empty() {
             out.push('\n');
         }
+        let marker = (e.kind != kind_of(role_of(&e.content), None)).then(|| kind_marker(&e.kind));
         if block == "paragraph" {
             out.push_str(e.content.trim());
             out.push('\n');
+            if let Some(m) = marker {
+                out.push_str(&format!("{m}\n"));
+            }
         } else {
             let mut lines = e.content.trim().lines();
             out.push_str(&format!("- {}\n", lines.next().unwrap_or("")));
-            for l in lines {
+            for l in lines.map(str::to_string).chain(marker) {
                 out.push_str(&format!("  {l}\n"));
             }
         }
@@ -274,6 +292,35 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(view(&first), view(&second), "{rendered}");
+    }
+
+    #[test]
+    fn kinds_the_wording_would_not_give_back_are_marked() {
+        let mut fact = Entry::new("fact", "The API lives in crates/api.");
+        fact.section = vec!["Layout".into()];
+        let mut decision = Entry::new("decision", "Never deploy on Fridays.");
+        decision.section = vec!["Layout".into()];
+        let rule = Entry::new("rule", "Never commit secrets.");
+        let mut code = Entry::new("artifact", "```sh\ncargo test\n```");
+        code.attributes = vec![("block".into(), "paragraph".into())];
+        let entries = [fact, decision, rule, code];
+        let rendered = render(&entries);
+        assert_eq!(rendered.matches("<!-- mem:kind=").count(), 3, "{rendered}");
+        let back = parse("AGENTS.md", &rendered, None);
+        let got: Vec<_> = back
+            .iter()
+            .map(|e| (e.content.as_str(), e.kind.as_str(), e.role.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("The API lives in crates/api.", "fact", None),
+                ("Never deploy on Fridays.", "decision", None),
+                ("Never commit secrets.", "rule", Some("constraint")),
+                ("```sh\ncargo test\n```", "artifact", None),
+            ],
+            "{rendered}"
+        );
     }
 
     #[test]

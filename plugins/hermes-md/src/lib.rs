@@ -5,10 +5,12 @@
 //! Hermes renders (`═══` rules around `MEMORY (your personal notes) [...]`)
 //! is skipped. A file without `§` lines is read as Markdown sections of
 //! bullet entries. MEMORY.md entries are `fact`s, USER.md ones
-//! `preference`s; each cites its lines. Export writes `§`-separated entries.
+//! `preference`s, unless the entry ends with a kind marker
+//! (`<!-- mem:kind=task_state -->`); each cites its lines. Export writes
+//! `§`-separated entries, marking those of another kind.
 
 use mem_plugin_sdk::Adapter;
-use mem_plugin_sdk::text::{bullet, heading, numbered_lines};
+use mem_plugin_sdk::text::{bullet, heading, kind_marker, numbered_lines, take_kind_marker};
 use mem_plugin_sdk::types::*;
 
 pub struct HermesMd;
@@ -57,11 +59,13 @@ impl Open {
 
     fn close(open: &mut Option<Open>, out: &mut Vec<Entry>, kind: &str, section: &[String]) {
         let Some(o) = open.take() else { return };
-        let content = o.lines.join("\n").trim().to_string();
+        let joined = o.lines.join("\n");
+        let (content, marked) = take_kind_marker(&joined);
+        let content = content.trim();
         if content.is_empty() {
             return;
         }
-        let mut e = Entry::new(kind, content);
+        let mut e = Entry::new(marked.unwrap_or(kind), content);
         e.lines = Some(LineRange::new(o.start, o.end));
         e.section = section.to_vec();
         out.push(e);
@@ -131,19 +135,25 @@ pub fn parse(name: &str, text: &str) -> Vec<Entry> {
     }
 }
 
-/// Renders entries as Hermes writes them: one entry after the other,
-/// separated by `§` lines. An entry's own line reading `§` would split it,
-/// so it is written indented one space.
-pub fn render(entries: &[Entry]) -> String {
+/// Renders entries as Hermes writes them to the file `name`: one entry
+/// after the other, separated by `§` lines. An entry's own line reading
+/// `§` would split it, so it is written indented one space. An entry whose
+/// kind is not the one the file's name implies ends with a kind marker.
+pub fn render(name: &str, entries: &[Entry]) -> String {
+    let implied = kind_for(name);
     let parts: Vec<String> = entries
         .iter()
         .map(|e| {
-            e.content
+            let mut lines: Vec<String> = e
+                .content
                 .trim()
                 .lines()
-                .map(|l| if l == DELIMITER { " §" } else { l })
-                .collect::<Vec<_>>()
-                .join("\n")
+                .map(|l| if l == DELIMITER { " §" } else { l }.to_string())
+                .collect();
+            if e.kind != implied {
+                lines.push(kind_marker(&e.kind));
+            }
+            lines.join("\n")
         })
         .collect();
     let mut out = parts.join(&format!("\n{DELIMITER}\n"));
@@ -167,8 +177,8 @@ impl Adapter for HermesMd {
         Ok(entries)
     }
 
-    fn export(_name: &str, entries: Vec<Entry>) -> Result<Vec<u8>, PluginError> {
-        Ok(render(&entries).into_bytes())
+    fn export(name: &str, entries: Vec<Entry>) -> Result<Vec<u8>, PluginError> {
+        Ok(render(name, &entries).into_bytes())
     }
 }
 

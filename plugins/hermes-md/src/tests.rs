@@ -75,7 +75,7 @@ fn markdown_sections_of_bullets_are_read_too() {
 #[test]
 fn export_then_import_keeps_every_entry() {
     let first = parse("MEMORY.md", MEMORY);
-    let rendered = render(&first);
+    let rendered = render("MEMORY.md", &first);
     let second = parse("MEMORY.md", &rendered);
     let view = |v: &[Entry]| {
         v.iter()
@@ -87,12 +87,39 @@ fn export_then_import_keeps_every_entry() {
 }
 
 #[test]
+fn kinds_the_file_name_does_not_imply_come_back_by_marker() {
+    let e = vec![
+        Entry::new("fact", "Uses pnpm"),
+        Entry::new("task_state", "Migration half done"),
+        Entry::new("preference", "Prefers tabs"),
+    ];
+    let rendered = render("MEMORY.md", &e);
+    assert_eq!(rendered.matches("<!-- mem:kind=").count(), 2, "{rendered}");
+    let back = parse("MEMORY.md", &rendered);
+    let got: Vec<_> = back
+        .iter()
+        .map(|e| (e.content.as_str(), e.kind.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Uses pnpm", "fact"),
+            ("Migration half done", "task_state"),
+            ("Prefers tabs", "preference")
+        ]
+    );
+    let user = parse("USER.md", &render("USER.md", &e));
+    assert_eq!(user[0].kind, "fact");
+    assert_eq!(user[2].kind, "preference");
+}
+
+#[test]
 fn an_entry_holding_a_delimiter_line_survives_export() {
     let e = vec![
         Entry::new("fact", "one\n§\ntwo"),
         Entry::new("fact", "three"),
     ];
-    let back = parse("MEMORY.md", &render(&e));
+    let back = parse("MEMORY.md", &render("MEMORY.md", &e));
     assert_eq!(back.len(), 2);
     assert_eq!(back[0].content, "one\n §\ntwo");
 }
@@ -115,7 +142,7 @@ proptest! {
     #[test]
     fn render_round_trips(items in proptest::collection::vec("[a-z§]{1,8}( [a-z]{1,8}){0,3}", 1..6)) {
         let entries: Vec<Entry> = items.iter().map(|t| Entry::new("fact", t.as_str())).collect();
-        let back = parse("MEMORY.md", &render(&entries));
+        let back = parse("MEMORY.md", &render("MEMORY.md", &entries));
         let got: Vec<&str> = back.iter().map(|e| e.content.as_str()).collect();
         let want: Vec<&str> = items.iter().map(|s| s.trim()).collect();
         prop_assert_eq!(got, want);

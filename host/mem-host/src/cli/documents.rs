@@ -46,9 +46,11 @@ pub struct ExportArgs {
     /// A bundle holds only what lies under this path (default: everything).
     #[arg(long)]
     pub scope: Option<String>,
-    /// Document name the adapter renders (e.g. AGENTS.md).
-    #[arg(long, default_value = "AGENTS.md")]
-    pub name: String,
+    /// Document name the adapter renders (e.g. USER.md, whose entries
+    /// Hermes reads as preferences); default: the `--output` file's name,
+    /// else AGENTS.md.
+    #[arg(long)]
+    pub name: Option<String>,
     /// One document per note into the folder `--output` (an Obsidian vault).
     #[arg(long, requires = "path", requires = "output")]
     pub split: bool,
@@ -180,11 +182,17 @@ pub fn export(c: &Client, out: &Out, a: ExportArgs) -> MemResult<()> {
     let Some(path) = a.path else {
         return super::bundle::export(c, out, a.scope, a.output);
     };
+    let name = a.name.or_else(|| {
+        a.output
+            .as_deref()
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().to_string())
+    });
     let doc = c
         .run(ExportDocument {
             path,
             adapter: Some(a.adapter),
-            name: (!a.split).then_some(a.name),
+            name: if a.split { None } else { name },
             split: a.split.then_some(true),
         })?
         .value;

@@ -4,7 +4,7 @@
 //! requires. Review, write policy, tokens, audit and plugins are not here.
 
 use mem_service::door::{OpEntry, entry};
-use mem_service::ops::{files, memories, recall, related, tasks};
+use mem_service::ops::{admin, files, memories, recall, related, tasks};
 use mem_service::{check, recall as rc};
 
 #[derive(Debug, Clone, Copy)]
@@ -165,6 +165,27 @@ pub(crate) fn tools() -> Vec<ToolDef> {
              Attach `evidence` (citations) and an `idempotency_key`. The gate auto-approves or \
              queues it for a person to review; the outcome says which.",
         ),
+        tool(
+            "mem_import",
+            entry::<admin::ImportDocument>(),
+            "Import another agent's memory document into the folder `path`: `adapter` names the \
+             format (agents-md for CLAUDE.md/AGENTS.md, the default; mem0 for a mem0 get_all \
+             export; hermes-md for Hermes MEMORY.md/USER.md; obsidian for one note), `name` the \
+             document (e.g. USER.md: Hermes reads its entries as preferences), `content` its \
+             text. Each entry becomes a memory citing the document's lines, through the write \
+             gate (a proposal when the policy reviews). Importing the same document again \
+             replays; an edited version replaces only what changed. One result per entry.",
+        ),
+        tool(
+            "mem_export",
+            entry::<admin::ExportDocument>(),
+            "Render the active memories under `path` as a document another agent reads: \
+             `adapter` agents-md (default), mem0, hermes-md or obsidian, `name` the document \
+             (default AGENTS.md). `split: true` gives one document per note (an Obsidian vault) \
+             in `documents`. Kinds the format cannot express are kept in an \
+             `<!-- mem:kind=K -->` marker, so importing the result keeps them.",
+        )
+        .reads(),
         tool(
             "mem_catalog",
             entry::<mem_service::navigation::catalog::Catalog>(),

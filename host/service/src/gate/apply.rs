@@ -132,6 +132,8 @@ impl Service {
                     });
                 }
             }
+            // An imported note's wiki links, to the notes stored by now.
+            m.relations.extend(self.approved_note_links(&m)?);
             m.governance = Some(Governance {
                 proposal_id: Some(p.id.clone()),
                 proposed_by: p.proposer.label(),

@@ -8,11 +8,12 @@
 //! position in that order at one revision, so a changed workspace answers
 //! `cursor_stale` rather than a page that skips or repeats items.
 
+use super::cursor::Kind;
 use super::{filters_digest, title};
 use crate::records::{decode, scan_all};
 use mem_core::model::{FileRecord, Lifecycle, Memory};
 use mem_core::store::Table;
-use mem_core::{ErrorCode, MemError, MemResult, VPath};
+use mem_core::{MemError, MemResult, VPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -182,10 +183,8 @@ impl Catalog {
             .unwrap_or("active")
             .trim()
             .to_ascii_lowercase();
-        let lifecycles = match status.as_str() {
-            "all" => None,
-            s => Some(vec![parse_lifecycle(s)?]),
-        };
+        let admitted = crate::memories::lifecycle_filter(Some(&status), "status")?;
+        let lifecycles = (status != "all").then_some(admitted);
         let files = kinds.is_empty() && matches!(status.as_str(), "active" | "all");
         let digest = filters_digest(&[path.as_str(), &kinds.join(","), &status]);
         Ok(Filters {
@@ -200,70 +199,17 @@ impl Catalog {
     }
 }
 
-fn parse_lifecycle(s: &str) -> MemResult<Lifecycle> {
-    [
-        Lifecycle::Active,
-        Lifecycle::Archived,
-        Lifecycle::Superseded,
-        Lifecycle::Deprecated,
-        Lifecycle::Forgotten,
-    ]
-    .into_iter()
-    .find(|l| l.as_str() == s)
-    .ok_or_else(|| {
-        MemError::bad_request(format!("unknown status {s:?}"))
-            .with_hint("status is active, archived, superseded, deprecated, forgotten or all")
-            .with_details(json!({ "field": "status" }))
-    })
-}
-
 pub(crate) fn out_of_range(field: &str, min: usize, max: usize) -> MemError {
     MemError::bad_request(format!("{field} must be {min} to {max}"))
         .with_hint(format!("send a {field} between {min} and {max}"))
         .with_details(json!({ "field": field, "minimum": min, "maximum": max }))
 }
 
-/// Where a page starts, from its cursor.
-fn position(cursor: Option<&str>, revision: u64, digest: &str) -> MemResult<usize> {
-    let Some(c) = cursor else { return Ok(0) };
-    let bad = || {
-        MemError::new(ErrorCode::Unprocessable, format!("bad cursor {c:?}"))
-            .with_hint("pass back the next_cursor of the previous page of the same request")
-            .with_details(json!({ "field": "cursor" }))
-    };
-    let mut parts = c.strip_prefix('c').ok_or_else(bad)?.split('-');
-    let (Some(rev), Some(pos), Some(dig), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(bad());
-    };
-    let rev: u64 = rev.parse().map_err(|_| bad())?;
-    let pos: usize = pos.parse().map_err(|_| bad())?;
-    if dig != digest {
-        return Err(MemError::new(
-            ErrorCode::Unprocessable,
-            "the cursor belongs to a catalog request with other filters",
-        )
-        .with_hint("send the cursor with the same path, kind, type and status, or drop it")
-        .with_details(json!({ "field": "cursor" })));
-    }
-    if rev != revision {
-        return Err(stale(rev, revision));
-    }
-    Ok(pos)
-}
-
-/// `cursor_stale`: the workspace changed under a paged read.
-pub(crate) fn stale(cursor_revision: u64, revision: u64) -> MemError {
-    MemError::new(
-        ErrorCode::CursorStale,
-        format!(
-            "the workspace changed since the cursor was issued (revision {cursor_revision}, now {revision})"
-        ),
-    )
-    .with_hint("start again without the cursor: the first page reads the current state")
-    .with_details(json!({ "cursor_revision": cursor_revision, "revision": revision }))
-}
+/// Catalog cursors: `c{revision}-{position}-{digest}`.
+const CURSOR: Kind = Kind {
+    tag: 'c',
+    pages: "catalog request",
+};
 
 #[derive(Default)]
 struct Counts {
@@ -319,7 +265,7 @@ impl crate::Service {
         // Read the revision first: a write during the pass makes the next
         // cursor stale rather than silently consistent.
         let revision = self.revision()?;
-        let start = position(req.cursor.as_deref(), revision, &f.digest)?;
+        let start = CURSOR.decode(req.cursor.as_deref(), revision, &f.digest)?;
         let config = self.config();
         let role_of = |k: &str| config.types.registry.role_of(k).map(str::to_string);
         let admits = |p: &VPath| p.is_within(&f.path) && sees(p);
@@ -416,7 +362,7 @@ impl crate::Service {
             subjects_total,
             items: page,
             truncated,
-            next_cursor: truncated.then(|| format!("c{revision}-{next}-{}", f.digest)),
+            next_cursor: truncated.then(|| CURSOR.encode(revision, next, &f.digest)),
         })
     }
 }
@@ -426,34 +372,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cursors_round_trip_and_refuse_a_changed_workspace() {
-        assert_eq!(position(None, 7, "abcdef01").unwrap(), 0);
-        assert_eq!(position(Some("c7-12-abcdef01"), 7, "abcdef01").unwrap(), 12);
-        let e = position(Some("c7-12-abcdef01"), 8, "abcdef01").unwrap_err();
-        assert_eq!(e.code, ErrorCode::CursorStale);
-        assert_eq!(e.code.http_status(), 409);
-        let other = position(Some("c7-12-abcdef01"), 7, "00000000").unwrap_err();
-        assert_eq!(other.code, ErrorCode::Unprocessable);
-        for bad in [
-            "",
-            "c",
-            "c7-12",
-            "x7-12-abcdef01",
-            "c7-12-abcdef01-1",
-            "c-1-2-abcdef01",
-        ] {
-            assert_eq!(
-                position(Some(bad), 7, "abcdef01").unwrap_err().code,
-                ErrorCode::Unprocessable,
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
     fn the_cursor_pattern_matches_what_pages_issue() {
         let re = regex::Regex::new(CURSOR_PATTERN).unwrap();
-        assert!(re.is_match(&format!("c{}-{}-{}", u64::MAX, 3, filters_digest(&["/"]))));
+        assert!(re.is_match(&CURSOR.encode(u64::MAX, 3, &filters_digest(&["/"]))));
         assert!(!re.is_match("c1-2-XYZ"));
     }
 

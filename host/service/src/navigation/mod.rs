@@ -4,6 +4,7 @@
 //! the workspace revision, so a page never mixes two states of the store.
 
 pub mod catalog;
+mod cursor;
 #[cfg(test)]
 mod tests;
 pub mod trace;

@@ -17,7 +17,8 @@
 //! no hop scans again. Files hold no relations of their own: they appear
 //! as targets (and through incoming edges).
 
-use super::catalog::{Record, out_of_range, stale};
+use super::catalog::{Record, out_of_range};
+use super::cursor::Kind;
 use super::{filters_digest, title};
 use crate::records::{decode, load, scan_all};
 use mem_core::model::{FileRecord, Memory};
@@ -212,26 +213,22 @@ impl Trace {
     }
 }
 
+/// Trace cursors: `t{revision}-{step}-{digest}`.
+const CURSOR: Kind = Kind {
+    tag: 't',
+    pages: "trace",
+};
+
+/// Where a page starts: a step of the walk (never 0, at most [`MAX_STEPS`]).
 fn start_of(cursor: Option<&str>, revision: u64, digest: &str) -> MemResult<usize> {
-    let Some(c) = cursor else { return Ok(0) };
-    let bad = || {
-        MemError::new(ErrorCode::Unprocessable, format!("bad cursor {c:?}"))
-            .with_hint("pass back the next_cursor of the previous page of the same trace")
-            .with_details(json!({ "field": "cursor" }))
-    };
-    let mut parts = c.strip_prefix('t').ok_or_else(bad)?.split('-');
-    let (Some(rev), Some(pos), Some(dig), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(bad());
-    };
-    let rev: u64 = rev.parse().map_err(|_| bad())?;
-    let pos: usize = pos.parse().map_err(|_| bad())?;
-    if dig != digest || pos == 0 || pos > MAX_STEPS {
-        return Err(bad());
-    }
-    if rev != revision {
-        return Err(stale(rev, revision));
+    let pos = CURSOR.decode(cursor, revision, digest)?;
+    if cursor.is_some() && (pos == 0 || pos > MAX_STEPS) {
+        return Err(MemError::new(
+            ErrorCode::Unprocessable,
+            "the cursor points outside the trace",
+        )
+        .with_hint("pass back the next_cursor of the previous page of the same trace")
+        .with_details(json!({ "field": "cursor" })));
     }
     Ok(pos)
 }
@@ -549,7 +546,7 @@ impl crate::Service {
             truncated,
             truncated_by: truncated_by.map(str::to_string),
             depth_limited: walk.depth_limited,
-            next_cursor: truncated.then(|| format!("t{revision}-{position}-{digest}")),
+            next_cursor: truncated.then(|| CURSOR.encode(revision, position, &digest)),
         })
     }
 }

@@ -214,6 +214,11 @@ impl Operation for Reprocess {
     }
 }
 
+/// Longest document a JSON caller (MCP `mem_import`) may send as
+/// `content` (the request schema says so, the door enforces it); a larger
+/// one is uploaded raw (`POST /v1/import`) or split.
+pub const MAX_DOCUMENT_CHARS: usize = 1 << 20;
+
 /// Adapter and document defaults of `import`/`export`.
 pub const DEFAULT_ADAPTER: &str = "agents-md";
 pub const DEFAULT_DOCUMENT: &str = "AGENTS.md";
@@ -233,8 +238,10 @@ pub struct ImportDocument {
     /// The document's name (default `AGENTS.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// The document as UTF-8 text (JSON callers); a raw upload streams it.
+    /// The document as UTF-8 text (JSON callers, at most
+    /// [`MAX_DOCUMENT_CHARS`] characters); a raw upload streams it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = MAX_DOCUMENT_CHARS))]
     pub content: Option<String>,
 }
 

@@ -13,6 +13,9 @@ use mem_core::plugin::AdapterEntry;
 use mem_core::{ErrorCode, MemError, MemResult};
 use serde_json::json;
 
+mod reimport;
+use reimport::Plan;
+
 /// Section trail attribute of imported memories (`Setup > Tools`).
 const SECTION_ATTR: &str = "section";
 const SECTION_SEP: &str = " > ";
@@ -33,6 +36,8 @@ fn kind_for(registry: &TypeRegistry, kind: String, role: Option<&str>) -> String
     }
 }
 
+/// Source type prefix of imported memories (`import:obsidian`).
+const IMPORT_SOURCE: &str = "import:";
 /// Most entries one document may hold.
 const MAX_ENTRIES: usize = 10_000;
 /// A note's name and the notes it links to (one per line), as adapters of
@@ -50,6 +55,33 @@ fn link(kind: &str, target: &str) -> Relation {
         score: None,
         difference: None,
     }
+}
+
+/// A stored note: its id, lower-cased name and link targets.
+type StoredNote = (String, String, Vec<String>);
+
+/// The relations of the note `attributes` describe to the `stored` notes.
+fn links_of(
+    attributes: &std::collections::BTreeMap<String, String>,
+    stored: &[StoredNote],
+) -> Vec<Relation> {
+    let Some(note) = attributes.get(NOTE_ATTR).map(|n| n.to_lowercase()) else {
+        return Vec::new();
+    };
+    let targets = link_targets(attributes);
+    let mut out = Vec::new();
+    for (id, other, their_links) in stored {
+        if *other == note {
+            continue;
+        }
+        if targets.contains(other) {
+            out.push(link(LINKS_TO, id));
+        }
+        if their_links.contains(&note) {
+            out.push(link(LINKED_FROM, id));
+        }
+    }
+    out
 }
 
 fn link_targets(attributes: &std::collections::BTreeMap<String, String>) -> Vec<String> {
@@ -94,7 +126,7 @@ fn request_of(
         kind,
         path: scope.to_string(),
         idempotency_key: format!("import:{}:{at}:{}", &doc_sha[..32], &content_sha[..16]),
-        source_type: Some(format!("import:{adapter}")),
+        source_type: Some(format!("{IMPORT_SOURCE}{adapter}")),
         source_ref: Some(match locator {
             Some(l) => format!("{name}#{l}"),
             None => name.to_string(),
@@ -171,13 +203,33 @@ impl Service {
             .with_details(json!({ "document": name, "refused": refused })));
         }
         let links = self.note_links(scope, &requests)?;
-        let results = self.remember_related(
-            requests
-                .iter()
-                .zip(&links)
-                .map(|(r, l)| (r, actor, l.as_slice())),
-            crate::gate::WriteRoute::Import,
-        );
+        let plans = self.plan_reimport(adapter, name, scope, &requests)?;
+        let fresh: Vec<usize> = (0..requests.len())
+            .filter(|i| matches!(plans[*i], Plan::Remember))
+            .collect();
+        let mut remembered = self
+            .remember_related(
+                fresh
+                    .iter()
+                    .map(|&i| (&requests[i], actor, links[i].as_slice())),
+                crate::gate::WriteRoute::Import,
+            )
+            .into_iter();
+        let results = plans
+            .into_iter()
+            .zip(&requests)
+            .map(|(plan, r)| match plan {
+                Plan::Remember => remembered
+                    .next()
+                    .unwrap_or_else(|| Err(MemError::internal("an import entry lost its result"))),
+                Plan::Unchanged(m) => Ok(RememberOutcome {
+                    replayed: true,
+                    memory: Some(*m),
+                    proposal: None,
+                }),
+                Plan::Replace(target) => self.replace_imported(r, target, actor),
+            })
+            .collect();
         self.catch_up_index();
         Ok(results)
     }
@@ -205,7 +257,8 @@ impl Service {
     /// `links` attributes): `links_to` each stored note it links to,
     /// `linked_from` each stored note linking to it. A link is recorded on
     /// whichever of the two notes is stored later, so the order notes are
-    /// imported in does not matter.
+    /// imported in does not matter; a note the gate queues gets its links
+    /// when it is approved ([`Service::approved_note_links`]).
     fn note_links(
         &self,
         scope: &str,
@@ -217,34 +270,38 @@ impl Service {
         {
             return Ok(vec![Vec::new(); requests.len()]);
         }
-        let stored: Vec<(String, String, Vec<String>)> = self
+        let stored = self.stored_notes(scope)?;
+        Ok(requests
+            .iter()
+            .map(|r| links_of(&r.attributes, &stored))
+            .collect())
+    }
+
+    /// The wiki-link relations of an imported note being stored now, on
+    /// approval of the proposal that queued it: against the notes stored
+    /// under its path by then. None for a memory that is not an imported
+    /// note.
+    pub(crate) fn approved_note_links(&self, m: &Memory) -> MemResult<Vec<Relation>> {
+        let imported = m
+            .provenance
+            .source_type
+            .as_deref()
+            .is_some_and(|t| t.starts_with(IMPORT_SOURCE));
+        if !imported || !m.attributes.contains_key(NOTE_ATTR) {
+            return Ok(Vec::new());
+        }
+        let stored = self.stored_notes(m.path.as_str())?;
+        Ok(links_of(&m.attributes, &stored))
+    }
+
+    /// (id, lower-cased note name, link targets) of the active notes under `scope`.
+    fn stored_notes(&self, scope: &str) -> MemResult<Vec<StoredNote>> {
+        Ok(self
             .scope_memories(scope)?
             .into_iter()
             .filter_map(|m| {
                 let note = m.attributes.get(NOTE_ATTR)?.to_lowercase();
                 Some((m.id, note, link_targets(&m.attributes)))
-            })
-            .collect();
-        Ok(requests
-            .iter()
-            .map(|r| {
-                let Some(note) = r.attributes.get(NOTE_ATTR).map(|n| n.to_lowercase()) else {
-                    return Vec::new();
-                };
-                let targets = link_targets(&r.attributes);
-                let mut out = Vec::new();
-                for (id, other, their_links) in &stored {
-                    if *other == note {
-                        continue;
-                    }
-                    if targets.contains(other) {
-                        out.push(link(LINKS_TO, id));
-                    }
-                    if their_links.contains(&note) {
-                        out.push(link(LINKED_FROM, id));
-                    }
-                }
-                out
             })
             .collect())
     }
