@@ -230,3 +230,71 @@ fn trace_over_rest_does_not_walk_out_of_the_tokens_paths() {
     assert_eq!(status, 400, "{err}");
     assert_eq!(err["code"], "bad_request");
 }
+
+#[test]
+fn consolidation_due_shows_in_status_and_catalog_and_a_merge_resets_its_scope() {
+    let ws = Ws::new();
+    let toml = ws.home().join("mem.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    assert!(
+        text.contains("consolidate_after = 200"),
+        "the template documents it"
+    );
+    std::fs::write(
+        &toml,
+        text.replace("consolidate_after = 200", "consolidate_after = 2"),
+    )
+    .unwrap();
+    let a = ws.remember("the deploy runs at noon", "/ops", None)["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let b = ws.remember("the deploy needs a ticket", "/ops/deploy", None)["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ws.remember("a lone note", "/misc", None);
+    let status = ws.run(&["status"]).ok().json();
+    assert_valid("workspace-status", &status);
+    let ops = &status["consolidation"][1];
+    assert_eq!(
+        (&ops["scope"], &ops["since_last"], &ops["due"]),
+        (&"/ops".into(), &2.into(), &true.into()),
+        "{status}"
+    );
+    assert_eq!(status["consolidation"][0]["due"], false);
+    let human = ws.run_human(&["status"]).ok().text();
+    assert!(
+        human.contains("consolidation /ops: 2 memories never consolidated, consolidation due"),
+        "{human}"
+    );
+
+    ws.run(&[
+        "propose",
+        "consolidate",
+        &a,
+        &b,
+        "--content",
+        "the deploy runs at noon with a ticket",
+        "--kind",
+        "fact",
+        "--path",
+        "/ops",
+        "--source-type",
+        "ticket",
+        "--source-ref",
+        "merge-1",
+        "--evidence",
+        "supports:the ops review",
+        "--idempotency-key",
+        "merge-1",
+    ])
+    .ok();
+    let page = ws.run(&["catalog", "--path", "/ops"]).ok().json();
+    assert_valid("catalog-page", &page);
+    let scopes = page["consolidation"].as_array().unwrap();
+    assert_eq!(scopes.len(), 1, "only scopes under the page's path: {page}");
+    assert_eq!(scopes[0]["since_last"], 0);
+    assert_eq!(scopes[0]["due"], false);
+    assert!(scopes[0]["last_consolidated_at"].is_string());
+}

@@ -215,6 +215,11 @@ pub struct MemorySettings {
     /// This many `not_useful` votes in a row deprecate a memory.
     #[serde(default = "default_deprecate_after")]
     pub deprecate_after: u32,
+    /// This many memories arriving in a scope (a top-level folder) since
+    /// its last applied `consolidate` make a consolidation due: `status`
+    /// and the catalog say so, nothing merges on its own.
+    #[serde(default = "default_consolidate_after")]
+    pub consolidate_after: u64,
 }
 
 fn default_useful_delta() -> f64 {
@@ -233,6 +238,10 @@ fn default_deprecate_after() -> u32 {
     3
 }
 
+fn default_consolidate_after() -> u64 {
+    200
+}
+
 fn default_confidence() -> f64 {
     0.6
 }
@@ -245,6 +254,7 @@ impl Default for MemorySettings {
             not_useful_delta: default_not_useful_delta(),
             stale_at: default_stale_at(),
             deprecate_after: default_deprecate_after(),
+            consolidate_after: default_consolidate_after(),
         }
     }
 }
@@ -316,6 +326,9 @@ impl WorkspaceConfig {
                 "memory.useful_delta must be >= 0, memory.not_useful_delta <= 0, memory.stale_at in 0..1",
             );
         }
+        if self.memory.consolidate_after == 0 {
+            return bad("memory.consolidate_after must be at least 1");
+        }
         for scope in self.budgets.paths.keys() {
             if let Err(e) = VPath::parse(scope) {
                 return bad(&format!("budgets.paths key {scope:?}: {}", e.message));
@@ -358,6 +371,9 @@ useful_delta = 0.05
 not_useful_delta = -0.1
 stale_at = 0.15
 deprecate_after = 3
+# This many memories arriving in a top-level folder since its last
+# consolidation (`propose consolidate`) make one due in `status`.
+consolidate_after = 200
 
 [gate]
 # Write policy: auto | review | never. The most restrictive matching rule

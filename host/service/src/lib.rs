@@ -13,6 +13,7 @@ mod budget;
 pub mod bundle;
 pub mod check;
 pub mod config;
+pub mod consolidation;
 mod content;
 pub mod door;
 mod files;

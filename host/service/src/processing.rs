@@ -49,6 +49,9 @@ pub struct WorkspaceStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<mem_core::index::IndexStats>,
     pub plugins: Vec<PluginStatus>,
+    /// Per scope the caller sees: memories since its last consolidation,
+    /// and whether one is due.
+    pub consolidation: Vec<crate::consolidation::ConsolidationScope>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -459,6 +462,7 @@ impl Service {
             budgets,
             index: if whole { self.index_stats()? } else { None },
             plugins,
+            consolidation: self.consolidation(&sees)?,
         })
     }
 }

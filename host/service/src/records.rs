@@ -56,10 +56,25 @@ pub(crate) fn scan_all(
     table: Table,
     prefix: &str,
 ) -> MemResult<Vec<(String, Vec<u8>)>> {
-    const PAGE: usize = 1024;
     let mut out: Vec<(String, Vec<u8>)> = Vec::new();
+    scan_each(store, table, prefix, |k, v| {
+        out.push((k.to_string(), v.to_vec()));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Every record of `table` whose key starts with `prefix`, in key order,
+/// one page in memory at a time (for passes that only count).
+pub(crate) fn scan_each(
+    store: &dyn Store,
+    table: Table,
+    prefix: &str,
+    mut each: impl FnMut(&str, &[u8]) -> MemResult<()>,
+) -> MemResult<()> {
+    const PAGE: usize = 1024;
+    let mut after: Option<String> = None;
     loop {
-        let after = out.last().map(|(k, _)| k.clone());
         let page = store.scan(
             table,
             &Scan {
@@ -70,9 +85,12 @@ pub(crate) fn scan_all(
             },
         )?;
         let done = page.len() < PAGE;
-        out.extend(page);
-        if done {
-            return Ok(out);
+        for (k, v) in &page {
+            each(k, v)?;
+        }
+        match page.into_iter().last() {
+            Some((k, _)) if !done => after = Some(k),
+            _ => return Ok(()),
         }
     }
 }

@@ -167,6 +167,13 @@ pub fn public_schemas() -> Vec<(&'static str, Value)> {
             ),
         ),
         (
+            "workspace-status",
+            schema_of::<crate::processing::WorkspaceStatus>(
+                "workspace-status",
+                "mem-host workspace status",
+            ),
+        ),
+        (
             "trace-result",
             schema_of::<crate::navigation::trace::TraceResult>(
                 "trace-result",

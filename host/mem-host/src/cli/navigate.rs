@@ -115,6 +115,9 @@ pub fn catalog(c: &Client, out: &Out, a: CatalogArgs) -> MemResult<()> {
         if !p.subjects.is_empty() {
             lines.push(groups("subjects", &p.subjects));
         }
+        for c in &p.consolidation {
+            lines.push(format!("consolidation {}", c.summary()));
+        }
         for i in &p.items {
             lines.push(format!(
                 "{}  {:<12} {:<10} {}  {}",

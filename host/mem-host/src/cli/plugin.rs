@@ -216,6 +216,9 @@ pub fn status(c: &Client, out: &Out) -> MemResult<()> {
         for b in &s.budgets {
             lines.push(format!("budget {}: {} / {}", b.budget, b.usage, b.limit));
         }
+        for c in &s.consolidation {
+            lines.push(format!("consolidation {}", c.summary()));
+        }
         for p in &s.plugins {
             lines.push(format!(
                 "plugin {} ({}): {} failures",

@@ -90,6 +90,9 @@ pub struct CatalogPage {
     pub subjects: Vec<Group>,
     pub subjects_total: usize,
     pub items: Vec<CatalogItem>,
+    /// Per scope under `path`: memories since its last consolidation, and
+    /// whether one is due.
+    pub consolidation: Vec<crate::consolidation::ConsolidationScope>,
     /// More items follow: pass `next_cursor` back as `cursor`.
     pub truncated: bool,
     pub next_cursor: Option<String>,
@@ -361,6 +364,7 @@ impl crate::Service {
             subjects: groups(subjects, |_| None),
             subjects_total,
             items: page,
+            consolidation: self.consolidation(&admits)?,
             truncated,
             next_cursor: truncated.then(|| CURSOR.encode(revision, next, &f.digest)),
         })
