@@ -122,7 +122,8 @@ fn ascii(exif: &Exif, tag: Tag) -> Option<String> {
 /// `2024:06:01 14:30:05` → `2024-06-01T14:30:05`; anything else is dropped.
 pub fn exif_local_time(t: &str) -> Option<String> {
     let b = t.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
     let shape = b.len() >= 19
         && digits(0..4)
         && digits(5..7)
@@ -162,11 +163,7 @@ fn gps(exif: &Exif, tag: Tag, reference: Tag, limit: f64) -> Option<f64> {
     let Value::Rational(dms) = &exif.get_field(tag, In::PRIMARY)?.value else {
         return None;
     };
-    let part = |i: usize| {
-        dms.get(i)
-            .filter(|r| r.denom != 0)
-            .map(|r| r.to_f64())
-    };
+    let part = |i: usize| dms.get(i).filter(|r| r.denom != 0).map(|r| r.to_f64());
     let deg = part(0)? + part(1).unwrap_or(0.0) / 60.0 + part(2).unwrap_or(0.0) / 3600.0;
     let sign = match ascii(exif, reference)?.as_str() {
         "S" | "W" => -1.0,

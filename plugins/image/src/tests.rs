@@ -93,13 +93,19 @@ fn jpeg_exif_becomes_the_agreed_metadata_and_a_description() {
     assert_eq!(meta(&p, "image.orientation"), Some("6"));
     assert_eq!(meta(&p, "camera.make"), Some("Canon"));
     assert_eq!(meta(&p, "camera.model"), Some("EOS 80D"));
-    assert_eq!(meta(&p, "time.captured_at"), Some("2024-06-01T14:30:05+02:00"));
+    assert_eq!(
+        meta(&p, "time.captured_at"),
+        Some("2024-06-01T14:30:05+02:00")
+    );
     assert_eq!(meta(&p, "time.captured_local"), None);
     assert_eq!(meta(&p, "geo.lat"), Some("48.856667"));
     assert_eq!(meta(&p, "geo.lon"), Some("-2.350000"));
     assert_eq!(p.chunks.len(), 1);
     let text = &p.chunks[0].text;
-    assert!(text.contains("beach.jpg") && text.contains("Canon EOS 80D"), "{text}");
+    assert!(
+        text.contains("beach.jpg") && text.contains("Canon EOS 80D"),
+        "{text}"
+    );
     assert!(text.contains("2024-06-01"), "{text}");
 }
 
@@ -147,7 +153,10 @@ fn hostile_images_are_errors_or_ignored_exif_never_panics() {
 
 #[test]
 fn exif_local_time_rejects_malformed() {
-    assert_eq!(exif_local_time("2024:06:01 14:30:05").as_deref(), Some("2024-06-01T14:30:05"));
+    assert_eq!(
+        exif_local_time("2024:06:01 14:30:05").as_deref(),
+        Some("2024-06-01T14:30:05")
+    );
     assert_eq!(exif_local_time("0000:00:00 00:00:00"), None);
     assert_eq!(exif_local_time("2024-06-01"), None);
     assert_eq!(exif_local_time("2024:06:01 14:30:0é"), None);
