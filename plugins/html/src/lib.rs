@@ -253,10 +253,8 @@ fn add_text(
         h.push_str(&text);
     } else {
         // Words keep the line they are on.
-        let mut l = line;
-        for piece in text.split('\n') {
+        for (l, piece) in (line..).zip(text.split('\n')) {
             s.push_text(piece, l);
-            l += 1;
         }
     }
 }
