@@ -19,6 +19,7 @@ mod mcp;
 mod memories;
 mod navigation;
 mod plugins;
+mod processors;
 mod read_gate;
 mod recall;
 mod recall_log;

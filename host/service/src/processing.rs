@@ -307,6 +307,7 @@ impl Service {
             }
         }
         let mut merged = ProcessedFile::default();
+        let mut partial = Vec::new();
         if !fitting.is_empty() {
             let bytes = self
                 .store()
@@ -321,7 +322,10 @@ impl Service {
             };
             for name in fitting {
                 match host.process(name, &input) {
-                    Ok(p) => {
+                    Ok(mut p) => {
+                        if let Some(reason) = take_partial(&mut p.metadata) {
+                            partial.push(format!("{name}: {reason}"));
+                        }
                         merged.title = merged.title.or(p.title);
                         merged.chunks.extend(p.chunks);
                         merged.metadata.extend(p.metadata);
@@ -333,10 +337,11 @@ impl Service {
             }
         }
         let status = match (errors.len(), processors.len()) {
-            (0, _) => IndexStatus::Done,
             (e, n) if e == n => IndexStatus::Failed,
+            (0, _) if partial.is_empty() => IndexStatus::Done,
             _ => IndexStatus::Partial,
         };
+        errors.extend(partial);
         let error = (!errors.is_empty()).then(|| errors.join("; "));
         transact(self.store(), Durability::Immediate, || {
             let stored = load::<FileRecord>(self.store(), Table::Files, id)?
@@ -470,3 +475,31 @@ impl Service {
 #[cfg(test)]
 #[path = "processing_limit_tests.rs"]
 mod limit_tests;
+
+/// The metadata key by which a processor says it extracted only part of a
+/// file, and why ("no text layer; OCR is not available"). A convention
+/// rather than a WIT change, so v0.1.0 components keep working; the host
+/// removes the entry and marks the file `partial` with the reason.
+pub const PARTIAL_KEY: &str = "index.partial";
+
+/// Removes the [`PARTIAL_KEY`] entry, returning its reason.
+fn take_partial(metadata: &mut std::collections::BTreeMap<String, String>) -> Option<String> {
+    metadata.remove(PARTIAL_KEY)
+}
+
+#[cfg(test)]
+mod partial_tests {
+    use super::*;
+
+    #[test]
+    fn partial_reason_is_taken_out_of_the_metadata() {
+        let mut m: std::collections::BTreeMap<String, String> = [
+            ("audio.title".to_string(), "Song".to_string()),
+            (PARTIAL_KEY.to_string(), "tags only".to_string()),
+        ]
+        .into();
+        assert_eq!(take_partial(&mut m).as_deref(), Some("tags only"));
+        assert_eq!(m.len(), 1);
+        assert_eq!(take_partial(&mut m), None);
+    }
+}

@@ -11,6 +11,7 @@
 
 mod code;
 mod json;
+pub mod large;
 mod markdown;
 mod plain;
 
@@ -110,8 +111,19 @@ impl Processor for Text {
         "application/sql",
     ];
 
+    /// HTML is `text/*` but has its own processor (`html`), which drops
+    /// markup and boilerplate instead of indexing it.
+    fn accepts(mime: &str) -> bool {
+        let essence = mime.split(';').next().unwrap_or("").trim();
+        !essence.eq_ignore_ascii_case("text/html")
+            && mem_plugin_sdk::mime_matches(Self::MIME_TYPES, mime)
+    }
+
     fn process(file: FileInput) -> Result<Processed, PluginError> {
         let max = config::get_or("max_chunk_chars", DEFAULT_MAX_CHUNK_CHARS).max(100);
+        if file.bytes.len() > large::LARGE_INPUT_BYTES {
+            return Ok(large::process(file, max));
+        }
         Ok(process_text(&file, max))
     }
 }
@@ -268,6 +280,13 @@ mod tests {
             mime: mime.into(),
             bytes: text.as_bytes().to_vec(),
         }
+    }
+
+    #[test]
+    fn html_is_left_to_the_html_processor() {
+        assert!(!Text::accepts("text/html; charset=utf-8"));
+        assert!(Text::accepts("text/plain"));
+        assert!(Text::accepts("text/markdown"));
     }
 
     #[test]

@@ -49,6 +49,44 @@ pub struct Chunk {
     pub kind: String,
 }
 
+impl Chunk {
+    /// Where the chunk is cited: `L10-24`, or `p3:L10-24` for a chunk of
+    /// kind `page` with section `["page 3"]` (the paged-document
+    /// convention: lines count from the top of the page; no WIT change).
+    pub fn locator(&self) -> String {
+        let page = (self.kind == "page")
+            .then(|| self.section.first())
+            .flatten()
+            .and_then(|s| s.strip_prefix("page "))
+            .and_then(|n| n.parse::<u32>().ok());
+        match page {
+            Some(n) => format!("p{n}:{}", self.lines.locator()),
+            None => self.lines.locator(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::*;
+
+    #[test]
+    fn page_chunks_cite_their_page() {
+        let mut c = Chunk {
+            text: "x".into(),
+            lines: LineRange { start: 10, end: 24 },
+            section: vec!["page 3".into()],
+            kind: "page".into(),
+        };
+        assert_eq!(c.locator(), "p3:L10-24");
+        c.section = vec!["page three".into()];
+        assert_eq!(c.locator(), "L10-24");
+        c.kind = "section".into();
+        c.section = vec!["page 3".into()];
+        assert_eq!(c.locator(), "L10-24");
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Entity {
     pub kind: String,

@@ -410,7 +410,7 @@ impl Service {
                     return Ok(None);
                 };
                 let f = f.value;
-                let locator = chunk.lines.locator();
+                let locator = chunk.locator();
                 Ok(Some(SearchHit {
                     id: f.id.clone(),
                     source: SourceKind::File,

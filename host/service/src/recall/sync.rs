@@ -72,7 +72,7 @@ pub(crate) fn file_docs(f: &FileRecord, content: &ProcessedFile) -> Vec<IndexDoc
                 lifecycle: "active".into(),
                 created_at_ms: f.created_at.timestamp_millis(),
                 event_at_ms: None,
-                locator: Some(c.lines.locator()),
+                locator: Some(c.locator()),
                 context: Some(context.join(" / ")),
             }
         })
