@@ -152,6 +152,7 @@ impl Service {
             content,
             tags: p.tags,
             replace: p.replace,
+            source: None,
         })
     }
 
