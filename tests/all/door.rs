@@ -12,7 +12,7 @@ fn repo_root() -> PathBuf {
 }
 
 /// MCP tool calls over streamable HTTP with the official Python SDK.
-fn mcp_calls(ws: &Ws, srv: &Server, secret: &str, calls: Value) -> Vec<Value> {
+pub(crate) fn mcp_calls(ws: &Ws, srv: &Server, secret: &str, calls: Value) -> Vec<Value> {
     let py = repo_root().join(".venv-test/bin/python");
     assert!(
         py.exists(),

@@ -15,6 +15,7 @@ mod durability;
 mod files;
 mod governance;
 mod handoff;
+mod intake;
 mod mcp;
 mod memories;
 mod navigation;

@@ -56,6 +56,10 @@ pub enum ErrorCode {
     /// in the past, a grant the plugin does not request).
     #[serde(rename = "unprocessable")]
     Unprocessable,
+    /// A file's source metadata (capture time, position, place, source) is
+    /// not what the strict format allows.
+    #[serde(rename = "bad_source_metadata")]
+    BadSourceMetadata,
     #[serde(rename = "payload_too_large")]
     PayloadTooLarge,
     /// The route exists but not with this HTTP method.
@@ -135,6 +139,7 @@ impl ErrorCode {
         Self::UnknownMemoryType,
         Self::WriteRejected,
         Self::Unprocessable,
+        Self::BadSourceMetadata,
         Self::PayloadTooLarge,
         Self::MethodNotAllowed,
         Self::Unauthorized,
@@ -211,6 +216,9 @@ impl ErrorCode {
             Self::WriteRejected => "address the reasons given, or ask the workspace owner",
             Self::Unprocessable => {
                 "the request is well-formed but the rule in the message refuses it; change what it names"
+            }
+            Self::BadSourceMetadata => {
+                "send source metadata as one JSON object of known fields (captured_at with a zone, lat/lon in range, no nulls, at most 4 KiB)"
             }
             Self::PayloadTooLarge => "send less, split it, or ask the owner to raise the limit",
             Self::MethodNotAllowed => "use a method the route takes (see /v1/openapi.json)",
@@ -314,6 +322,7 @@ impl ErrorCode {
             Self::UnknownMemoryType
             | Self::WriteRejected
             | Self::Unprocessable
+            | Self::BadSourceMetadata
             | Self::PluginRejected
             | Self::ConfigInvalid
             | Self::PluginInvalid
@@ -353,6 +362,7 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     (ErrorCode::UnknownMemoryType, "unknown_memory_type"),
     (ErrorCode::WriteRejected, "write_rejected"),
     (ErrorCode::Unprocessable, "unprocessable"),
+    (ErrorCode::BadSourceMetadata, "bad_source_metadata"),
     (ErrorCode::PayloadTooLarge, "payload_too_large"),
     (ErrorCode::MethodNotAllowed, "method_not_allowed"),
     (ErrorCode::Unauthorized, "unauthorized"),

@@ -59,7 +59,7 @@ fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &Workspac
         .collect();
     // Raw bodies carry content; their other fields are query parameters.
     let body_fields: &[&str] = match route.kind {
-        Kind::Upload => &["content", "content_base64"],
+        Kind::Upload => &["content", "content_base64", "source_metadata"],
         Kind::DocumentIn => &["content"],
         Kind::BundleIn => &["content_base64"],
         _ => &[],
@@ -95,6 +95,13 @@ fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &Workspac
     });
     match route.kind {
         Kind::Upload => {
+            if let Some(Value::Array(ps)) = op.get_mut("parameters") {
+                ps.push(json!({
+                    "name": "X-Mem-Source-Metadata", "in": "header", "required": false,
+                    "description": "Where and when the content comes from: a JSON object as text with any of captured_at (RFC 3339 with a zone), lat, lon, location_accuracy, place, source_kind, source_name; refused whole (422 bad_source_metadata) when a field is unknown, repeated, null or out of range.",
+                    "schema": { "type": "string", "maxLength": 4096 }
+                }));
+            }
             // No body is an empty file (HTTP cannot tell them apart).
             op["requestBody"] = json!({ "required": false, "content": {
                 "application/octet-stream": { "schema": { "type": "string", "contentMediaType": "application/octet-stream" } }

@@ -28,6 +28,9 @@ pub(crate) struct PutFile {
     pub tags: Vec<String>,
     /// Replace the content of an existing file at `path` (keeping its id).
     pub replace: bool,
+    /// The uploader's source metadata, checked; on a replace, `None`
+    /// keeps the file's earlier one.
+    pub source: Option<mem_core::model::SourceMetadata>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -175,6 +178,9 @@ impl Service {
                     f.sha256 = sha.clone();
                     f.mime = mime.clone();
                     f.tags = tags.clone();
+                    if req.source.is_some() {
+                        f.source = req.source.clone().map(Box::new);
+                    }
                     f.updated_at = at;
                     f.state_version += 1;
                     batch.expect(Table::Files, f.id.clone(), Some(old.raw.clone()));
@@ -210,6 +216,7 @@ impl Service {
                         index_error: None,
                         index_attempts: 0,
                         state_version: 1,
+                        source: req.source.clone().map(Box::new),
                     };
                     batch.expect(Table::FilePaths, path.as_str(), None);
                     batch.put(Table::FilePaths, path.as_str(), f.id.as_bytes().to_vec());

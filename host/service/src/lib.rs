@@ -153,6 +153,7 @@ impl Service {
             content,
             tags: p.tags,
             replace: p.replace,
+            source: None,
         })
     }
 

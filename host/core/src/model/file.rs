@@ -47,6 +47,10 @@ pub struct FileRecord {
     pub index_attempts: u32,
     /// Bumped on every change; compare-and-swap token.
     pub state_version: u64,
+    /// Where and when the content comes from, as its uploader said
+    /// (boxed: most files have none, and listings hold many records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Box<super::SourceMetadata>>,
 }
 
 /// A folder exists on its own (empty folders are kept).

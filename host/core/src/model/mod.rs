@@ -4,6 +4,7 @@
 mod event;
 mod file;
 mod memory;
+mod source;
 
 pub use event::Event;
 pub use file::{FileRecord, FolderRecord, IndexStatus};
@@ -11,3 +12,4 @@ pub use memory::{
     BUILTIN_KINDS, Difference, Feedback, FeedbackAction, Governance, Lifecycle, Memory, Provenance,
     Relation, Tombstone,
 };
+pub use source::{MAX_SOURCE_METADATA_BYTES, SourceMetadata};

@@ -3,7 +3,7 @@
 use super::output::{Out, human_size, to_json};
 use crate::client::Client;
 use clap::Args;
-use mem_core::model::FileRecord;
+use mem_core::model::{FileRecord, SourceMetadata};
 use mem_core::{ErrorCode, MemError, MemResult, VPath};
 use mem_service::ops::file_details::FileDetails;
 use mem_service::ops::files::{FileInfo, ListFolder, Mkdir, Move, PutFileRequest, Remove};
@@ -30,6 +30,51 @@ pub struct PutArgs {
     /// Replace the content of an existing file at the same path.
     #[arg(long)]
     pub replace: bool,
+    #[command(flatten)]
+    pub source_meta: SourceArgs,
+}
+
+/// Source metadata flags: where and when the content comes from. They
+/// outrank what processors read from the content (EXIF and the like).
+#[derive(Debug, Args, Default)]
+pub struct SourceArgs {
+    /// When the content was made: RFC 3339 with a zone, e.g. 2012-03-04T10:00:00+01:00.
+    #[arg(long, value_name = "TIME")]
+    pub captured_at: Option<String>,
+    /// Latitude in degrees (-90 to 90), with --lon.
+    #[arg(long, allow_hyphen_values = true)]
+    pub lat: Option<f64>,
+    /// Longitude in degrees (-180 to 180), with --lat.
+    #[arg(long, allow_hyphen_values = true)]
+    pub lon: Option<f64>,
+    /// How far off the position may be, in metres.
+    #[arg(long, value_name = "METRES")]
+    pub location_accuracy: Option<f64>,
+    /// A place name.
+    #[arg(long)]
+    pub place: Option<String>,
+    /// What kind of source: camera, scan, web, export, ...
+    #[arg(long)]
+    pub source_kind: Option<String>,
+    /// Which source: a device, an application, a site.
+    #[arg(long)]
+    pub source_name: Option<String>,
+}
+
+impl SourceArgs {
+    /// The flags as source metadata text (the service checks it), or none.
+    pub fn to_text(&self) -> Option<String> {
+        let m = SourceMetadata {
+            captured_at: self.captured_at.clone(),
+            lat: self.lat,
+            lon: self.lon,
+            location_accuracy: self.location_accuracy,
+            place: self.place.clone(),
+            source_kind: self.source_kind.clone(),
+            source_name: self.source_name.clone(),
+        };
+        (!m.is_empty()).then(|| m.to_text())
+    }
 }
 
 #[derive(Debug, Args)]
@@ -133,6 +178,7 @@ fn put_request(path: &VPath, a: &PutArgs) -> PutFileRequest {
         tags: a.tags.clone(),
         replace: a.replace,
         wait: true,
+        source_metadata: a.source_meta.to_text(),
         ..Default::default()
     }
 }
@@ -407,6 +453,35 @@ fn file_record(f: &FileRecord) -> String {
     }
     if let Some(e) = &f.index_error {
         s.push_str(&format!("\nindex_error:   {e}"));
+    }
+    s.push_str(&source_lines(f));
+    s
+}
+
+/// The `info` lines of a file's source metadata (none without it).
+fn source_lines(f: &FileRecord) -> String {
+    let Some(m) = &f.source else {
+        return String::new();
+    };
+    let mut s = String::new();
+    if let Some(t) = &m.captured_at {
+        s.push_str(&format!("\ncaptured_at:   {t}"));
+    }
+    if let (Some(lat), Some(lon)) = (m.lat, m.lon) {
+        let acc = m
+            .location_accuracy
+            .map(|a| format!(" (±{a} m)"))
+            .unwrap_or_default();
+        s.push_str(&format!("\nposition:      {lat}, {lon}{acc}"));
+    }
+    for (label, v) in [
+        ("place:        ", &m.place),
+        ("source_kind:  ", &m.source_kind),
+        ("source_name:  ", &m.source_name),
+    ] {
+        if let Some(v) = v {
+            s.push_str(&format!("\n{label} {v}"));
+        }
     }
     s
 }

@@ -46,7 +46,9 @@ pub(crate) fn tools() -> Vec<ToolDef> {
              content_base64). `path` is the full virtual path including the file name (e.g. \
              /notes/deploy.md); folders are created as needed. An existing path is an error \
              unless `replace` is true (the file keeps its id). The file is processed and indexed \
-             before the answer (unless `wait` is false), so mem_search finds it at once. Returns \
+             before the answer (unless `wait` is false), so mem_search finds it at once. \
+             `source_metadata` says where and when the content comes from, as JSON text (e.g. \
+             {\"captured_at\":\"2012-03-04T10:00:00+01:00\",\"place\":\"Lisbon\"}). Returns \
              the file record; cite it as mem://file/ID.",
         ),
         tool(

@@ -127,6 +127,33 @@ fn key_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
         .transpose()
 }
 
+/// The header a raw upload carries its source metadata in (a JSON object
+/// as text; the service decodes it strictly).
+pub(crate) const SOURCE_HEADER: &str = "x-mem-source-metadata";
+
+fn add_source_header(args: &mut Map<String, Value>, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(v) = headers.get(SOURCE_HEADER) else {
+        return Ok(());
+    };
+    let text = String::from_utf8(v.as_bytes().to_vec()).map_err(|_| {
+        ApiError(
+            MemError::new(
+                mem_core::ErrorCode::BadSourceMetadata,
+                "X-Mem-Source-Metadata is not UTF-8",
+            )
+            .with_hint("send the source metadata as UTF-8 JSON text"),
+        )
+    })?;
+    if args.contains_key("source_metadata") {
+        return Err(ApiError(
+            MemError::bad_request("source metadata is given twice")
+                .with_hint("send it once, in the X-Mem-Source-Metadata header"),
+        ));
+    }
+    args.insert("source_metadata".into(), Value::String(text));
+    Ok(())
+}
+
 /// The request of a route: path and query parameters, the JSON body of a
 /// POST, and the idempotency key header, as one JSON object.
 pub(crate) fn request_args(
@@ -163,6 +190,9 @@ pub(crate) fn request_args(
     }
     if types.contains_key("idempotency_key") {
         params::add_key(&mut args, key_header(headers)?.as_deref())?;
+    }
+    if route.kind == Kind::Upload {
+        add_source_header(&mut args, headers)?;
     }
     Ok(args)
 }

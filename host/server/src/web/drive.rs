@@ -106,6 +106,7 @@ async fn folder(
 <form method="post" action="/drive/upload" enctype="multipart/form-data" class="stack upload" data-drop>{csrf}
 <input type="hidden" name="folder" value="{folder}">
 <label>File<input type="file" name="file" required></label>
+<label>Source metadata (optional JSON, e.g. {{"captured_at":"2012-03-04T10:00:00+01:00","place":"Lisbon"}})<input type="text" name="source_metadata" maxlength="4096"></label>
 <progress hidden max="100" value="0"></progress>
 <button type="submit">Upload</button></form></section>"#,
             csrf = s.csrf_field(),
@@ -159,6 +160,7 @@ async fn upload(State(st): State<AppState>, req: Request) -> Response {
     let bad =
         |m: String| MemError::bad_request(m).with_hint("choose a file and submit the form again");
     let (mut csrf, mut folder, mut file) = (None, "/".to_string(), None);
+    let mut source: Option<String> = None;
     loop {
         let field = match mp.next_field().await {
             Ok(Some(f)) => f,
@@ -168,6 +170,9 @@ async fn upload(State(st): State<AppState>, req: Request) -> Response {
         match field.name() {
             Some("csrf") => csrf = field.text().await.ok(),
             Some("folder") => folder = field.text().await.unwrap_or_default(),
+            Some("source_metadata") => {
+                source = field.text().await.ok().filter(|t| !t.trim().is_empty())
+            }
             Some("file") => {
                 // The CSRF token comes first in the form: nothing is read
                 // into memory for a request that would be refused.
@@ -200,11 +205,14 @@ async fn upload(State(st): State<AppState>, req: Request) -> Response {
         return s.fail("Upload", &bad("the form carries no file".into()));
     };
     let path = format!("{}/{name}", folder.trim_end_matches('/'));
-    let args = json!({
+    let mut args = json!({
         "path": path,
         "content_base64": base64::engine::general_purpose::STANDARD.encode(&bytes),
         "wait": false,
     });
+    if let Some(text) = source {
+        args["source_metadata"] = json!(text);
+    }
     match s.run::<PutFileRequest>(&st, args).await {
         Ok(r) => see(&format!(
             "/drive/file?target={}",

@@ -6,7 +6,7 @@ use crate::access::Scope;
 use crate::door::{Caller, Done, Operation, Replay};
 use crate::files::PutFile;
 use crate::{Entry, Listing, MkdirResult, MoveResult, PutFileResult, RemoveResult};
-use mem_core::model::FileRecord;
+use mem_core::model::{FileRecord, SourceMetadata};
 use mem_core::{ErrorCode, MemError, MemResult, VPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -41,9 +41,31 @@ pub struct PutFileRequest {
     /// or at once, leaving `index_status` pending for the worker.
     #[serde(default = "yes")]
     pub wait: bool,
+    /// Where and when the content comes from, as a JSON object in text
+    /// (decoded from the text, so a repeated field is refused): any of
+    /// `captured_at` (RFC 3339 with a zone), `lat`, `lon`,
+    /// `location_accuracy` (metres), `place`, `source_kind`,
+    /// `source_name`. It outranks what processors read from the content.
+    /// On a replace, absent keeps the file's earlier source metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    pub source_metadata: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "fields::opt_key")]
     pub idempotency_key: Option<String>,
+}
+
+impl PutFileRequest {
+    /// The request's source metadata, decoded strictly.
+    fn source(&self) -> MemResult<Option<SourceMetadata>> {
+        match self.source_metadata.as_deref() {
+            None => Ok(None),
+            Some(text) => {
+                let m = SourceMetadata::parse(text)?;
+                Ok((!m.is_empty()).then_some(m))
+            }
+        }
+    }
 }
 
 impl Operation for PutFileRequest {
@@ -97,7 +119,9 @@ impl Operation for PutStaged {
 
     fn run(self, c: &Caller<'_>) -> MemResult<PutFileResult> {
         let path = VPath::parse(&self.request.path)?;
+        let source = self.request.source()?;
         let mut out = c.svc.put_file(PutFile {
+            source,
             path,
             content: crate::content::Staged {
                 sha256: self.sha256,
@@ -144,6 +168,7 @@ impl Caller<'_> {
             );
         }
         crate::files::validate_tags(&req.tags)?;
+        req.source()?;
         // The key is claimed before the content arrives, so a duplicate
         // sent while this upload still streams is refused, not run twice.
         let key = crate::door::checked_key(req.idempotency_key.as_deref())?.map(str::to_string);
