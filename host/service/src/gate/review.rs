@@ -101,30 +101,36 @@ impl Service {
 
     /// The cited lines of a text file (all of it without a locator), capped.
     fn file_excerpt(&self, f: &FileRecord, locator: Option<&str>) -> MemResult<Option<String>> {
+        // `pN:Lx-y`: lines of page N, which only the processed text has.
+        if let Some((page, lines)) = locator
+            .and_then(|l| l.strip_prefix('p'))
+            .and_then(|l| l.split_once(':'))
+        {
+            let section = format!("page {page}");
+            let processed = crate::records::load::<mem_core::plugin::ProcessedFile>(
+                self.store(),
+                mem_core::store::Table::FileContent,
+                &f.id,
+            )?;
+            let (start, end) = line_range(Some(lines));
+            let text = processed
+                .map(|p| p.value.chunks)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|c| c.kind == "page" && c.section.first() == Some(&section))
+                .filter(|c| c.lines.start as usize <= end && c.lines.end as usize >= start)
+                .map(|c| c.text)
+                .collect::<Vec<_>>()
+                .join("\n");
+            return Ok(Some(text.chars().take(MAX_EXCERPT_CHARS).collect()));
+        }
         let Some(bytes) = self.store().get_blob(&f.sha256)? else {
             return Ok(None);
         };
         let Ok(text) = String::from_utf8(bytes) else {
             return Ok(Some(format!("({} bytes of {})", f.size, f.mime)));
         };
-        let (start, end) = match locator.and_then(|l| l.strip_prefix('L')) {
-            Some(range) => {
-                let mut it = range
-                    .splitn(2, '-')
-                    .map(|n| n.parse::<usize>().unwrap_or(1));
-                let s = it.next().unwrap_or(1);
-                (s, it.next().unwrap_or(s))
-            }
-            None => (1, usize::MAX),
-        };
-        let lines: String = text
-            .lines()
-            .enumerate()
-            .filter(|(i, _)| (start..=end).contains(&(i + 1)))
-            .map(|(_, l)| l)
-            .collect::<Vec<_>>()
-            .join("\n");
-        Ok(Some(lines.chars().take(MAX_EXCERPT_CHARS).collect()))
+        Ok(Some(lines_of(&text, locator)))
     }
 
     /// Applies a queued proposal. Refused when it is not queued any more or
@@ -248,4 +254,31 @@ fn ensure_newline(s: &str) -> String {
     } else {
         format!("{s}\n")
     }
+}
+
+/// The line range an `Lx-y` locator names (every line without one).
+fn line_range(locator: Option<&str>) -> (usize, usize) {
+    match locator.and_then(|l| l.strip_prefix('L')) {
+        Some(range) => {
+            let mut it = range
+                .splitn(2, '-')
+                .map(|n| n.parse::<usize>().unwrap_or(1));
+            let s = it.next().unwrap_or(1);
+            (s, it.next().unwrap_or(s))
+        }
+        None => (1, usize::MAX),
+    }
+}
+
+/// The lines an `Lx-y` locator names, cut to [`MAX_EXCERPT_CHARS`].
+fn lines_of(text: &str, locator: Option<&str>) -> String {
+    let (start, end) = line_range(locator);
+    let lines: String = text
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| (start..=end).contains(&(i + 1)))
+        .map(|(_, l)| l)
+        .collect::<Vec<_>>()
+        .join("\n");
+    lines.chars().take(MAX_EXCERPT_CHARS).collect()
 }

@@ -63,7 +63,8 @@ pub struct Processed {
 pub struct ChunkView {
     /// Position in the file's chunks, from 0 (`cat --chunk N`).
     pub index: usize,
-    /// `mem://file/ID#Lx-y`, the citation search and context packs use.
+    /// `mem://file/ID#Lx-y` (`#pN:Lx-y` on a page of a paged document),
+    /// the citation search and context packs use.
     pub locator: String,
     pub lines: LineRange,
     /// Heading trail, outermost first.
@@ -111,7 +112,7 @@ impl Caller<'_> {
             .take(limit)
             .map(|(index, c)| ChunkView {
                 index,
-                locator: format!("mem://file/{}#{}", file.id, c.lines.locator()),
+                locator: format!("mem://file/{}#{}", file.id, c.locator()),
                 lines: c.lines,
                 section: c.section,
                 kind: c.kind,
