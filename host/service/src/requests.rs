@@ -158,7 +158,7 @@ pub struct Evidence {
     pub memory_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_id: Option<String>,
-    /// `L10-24` (with `file_id`).
+    /// `L10-24`, or `p3:L10-24` on a page of a paged document (with `file_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locator: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -534,7 +534,7 @@ impl Service {
                         "evidence {}: bad locator {l:?}",
                         i + 1
                     ))
-                    .with_hint("locators are line ranges such as L10 or L10-24"));
+                    .with_hint("locators are line ranges such as L10 or L10-24, or p3:L10-24 on a page of a PDF"));
                 }
             }
             if e.observation
@@ -579,8 +579,14 @@ impl Service {
     }
 }
 
-/// `L10` or `L10-24` with 1 <= start <= end.
+/// `L10` or `L10-24` with 1 <= start <= end, or the lines of a page of a
+/// paged document (`p3:L10-24`, pages from 1).
 pub(crate) fn valid_locator(l: &str) -> bool {
+    let l = match l.strip_prefix('p').and_then(|r| r.split_once(':')) {
+        Some((page, lines)) if page.parse::<u32>().is_ok_and(|n| n >= 1) => lines,
+        Some(_) => return false,
+        None => l,
+    };
     let Some(rest) = l.strip_prefix('L') else {
         return false;
     };
@@ -604,5 +610,9 @@ mod tests {
         assert!(!valid_locator("L0"));
         assert!(!valid_locator("L5-2"));
         assert!(!valid_locator("10-20"));
+        assert!(valid_locator("p3:L10-24"));
+        assert!(!valid_locator("p0:L1"));
+        assert!(!valid_locator("p3:10"));
+        assert!(!valid_locator("px:L1"));
     }
 }

@@ -282,3 +282,89 @@ fn lines_of(text: &str, locator: Option<&str>) -> String {
         .join("\n");
     lines.chars().take(MAX_EXCERPT_CHARS).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::fake_host::FakeHost;
+    use crate::gate::{EvidenceStance, ProposalOp};
+    use crate::{Actor, Evidence, ProposalRequest, RememberRequest, WorkspaceConfig};
+    use mem_core::VPath;
+    use mem_core::plugin::{Chunk, LineRange, ProcessedFile};
+    use std::sync::Arc;
+
+    fn page(n: u32, text: &str) -> Chunk {
+        Chunk {
+            text: text.into(),
+            lines: LineRange { start: 1, end: 2 },
+            section: vec![format!("page {n}")],
+            kind: "page".into(),
+        }
+    }
+
+    /// A PDF's bytes are not its text: the excerpt of `p2:L1-2` is page 2
+    /// as the processor read it.
+    #[test]
+    fn a_page_locator_excerpt_is_the_processed_page_text() {
+        let host = FakeHost {
+            processors: vec!["pdf".into()],
+            process: Box::new(|_| {
+                Ok(ProcessedFile {
+                    chunks: vec![page(1, "the cover"), page(2, "the port is 8443\nfor TLS")],
+                    ..Default::default()
+                })
+            }),
+            ..Default::default()
+        };
+        let mut config = WorkspaceConfig::default();
+        config.gate.default = crate::config::WriteMode::Review;
+        let dir = tempfile::tempdir().unwrap();
+        let store = mem_store::SledStore::open(&dir.path().join("store")).unwrap();
+        let svc = crate::Service::new(Arc::new(store), config).with_plugins(Arc::new(host));
+        let file = svc
+            .put_test(crate::TestPut {
+                path: VPath::parse("/spec.pdf").unwrap(),
+                bytes: b"%PDF-1.7\n\xff\xfe binary".to_vec(),
+                tags: vec![],
+                replace: false,
+            })
+            .unwrap()
+            .file
+            .id;
+        svc.process_now(&file).unwrap();
+        let request = ProposalRequest {
+            op: ProposalOp::Create,
+            targets: vec![],
+            memory: Some(
+                RememberRequest {
+                    content: "the port is 8443".into(),
+                    kind: "fact".into(),
+                    path: "/ops".into(),
+                    ..Default::default()
+                }
+                .draft(),
+            ),
+            evidence: vec![Evidence {
+                stance: EvidenceStance::Supports,
+                memory_id: None,
+                file_id: Some(file.clone()),
+                locator: Some("p2:L1-2".into()),
+                observation: None,
+            }],
+            reason: None,
+            idempotency_key: "p1".into(),
+        };
+        let proposal = svc
+            .propose(&request, &Actor::agent(Some("a".into()), None))
+            .unwrap()
+            .proposal;
+        let item = svc.review_show(&proposal.id).unwrap();
+        assert_eq!(
+            item.evidence[0].reference,
+            format!("mem://file/{file}#p2:L1-2")
+        );
+        assert_eq!(
+            item.evidence[0].text.as_deref(),
+            Some("the port is 8443\nfor TLS")
+        );
+    }
+}
