@@ -152,6 +152,7 @@ pub enum EvidenceStance {
 /// line locator) or a raw observation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = evidence_rules)]
 pub struct Evidence {
     pub stance: EvidenceStance,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -160,6 +161,7 @@ pub struct Evidence {
     pub file_id: Option<String>,
     /// `L10-24`, or `p3:L10-24` on a page of a paged document (with `file_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = LOCATOR_PATTERN))]
     pub locator: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<String>,
@@ -200,6 +202,27 @@ pub struct ProposalRequest {
     pub reason: Option<String>,
     #[schemars(schema_with = "fields::key")]
     pub idempotency_key: String,
+}
+
+/// A line locator as the gate accepts it (it also checks start <= end).
+const LOCATOR_PATTERN: &str = "^(p[1-9][0-9]{0,8}:)?L[1-9][0-9]{0,8}(-[1-9][0-9]{0,8})?$";
+
+/// Evidence names exactly one of a memory, a file or an observation (the
+/// other two absent or null), as the gate checks it.
+fn evidence_rules(schema: &mut schemars::Schema) {
+    let fields = ["memory_id", "file_id", "observation"];
+    let one = |named: &str| {
+        let mut properties = serde_json::Map::new();
+        for f in fields {
+            let t = if f == named { "string" } else { "null" };
+            properties.insert(f.into(), serde_json::json!({ "type": t }));
+        }
+        serde_json::json!({ "required": [named], "properties": properties })
+    };
+    schema.insert(
+        "oneOf".into(),
+        serde_json::Value::Array(fields.iter().map(|f| one(f)).collect()),
+    );
 }
 
 /// What each op needs, as the gate checks it: create and consolidate and

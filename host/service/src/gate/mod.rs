@@ -530,10 +530,10 @@ impl Service {
                 if let Some(l) = &e.locator
                     && !valid_locator(l)
                 {
-                    return Err(MemError::bad_request(format!(
-                        "evidence {}: bad locator {l:?}",
-                        i + 1
-                    ))
+                    return Err(MemError::new(
+                        ErrorCode::Unprocessable,
+                        format!("evidence {}: bad locator {l:?}", i + 1),
+                    )
                     .with_hint("locators are line ranges such as L10 or L10-24, or p3:L10-24 on a page of a PDF"));
                 }
             }
