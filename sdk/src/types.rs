@@ -50,6 +50,28 @@ impl Processed {
             tags: Vec::new(),
         }
     }
+
+    /// The value of metadata key `key`, if the processor set it.
+    pub fn metadata_value(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl FileInput {
+    /// A file at `/{name}` (id `f1`), as the host hands it over; for tests
+    /// of a processor.
+    pub fn new(name: &str, mime: &str, bytes: Vec<u8>) -> Self {
+        Self {
+            id: "f1".into(),
+            path: format!("/{name}"),
+            name: name.into(),
+            mime: mime.into(),
+            bytes,
+        }
+    }
 }
 
 impl Chunk {

@@ -46,31 +46,18 @@ pub fn tagged(bytes: Vec<u8>, kind: TagType) -> Vec<u8> {
 }
 
 fn input(name: &str, mime: &str, bytes: Vec<u8>) -> FileInput {
-    FileInput {
-        id: "f1".into(),
-        path: format!("/{name}"),
-        name: name.into(),
-        mime: mime.into(),
-        bytes,
-    }
-}
-
-fn meta<'a>(p: &'a Processed, k: &str) -> Option<&'a str> {
-    p.metadata
-        .iter()
-        .find(|(key, _)| key == k)
-        .map(|(_, v)| v.as_str())
+    FileInput::new(name, mime, bytes)
 }
 
 #[test]
 fn wav_tags_and_duration_are_metadata_and_the_file_is_partial() {
     let bytes = tagged(wav(), TagType::RiffInfo);
     let p = process_audio(&input("dock.wav", "audio/x-wav", bytes)).expect("processed");
-    assert_eq!(meta(&p, "audio.duration_ms"), Some("1000"));
-    assert_eq!(meta(&p, "audio.sample_rate"), Some("8000"));
-    assert_eq!(meta(&p, "audio.title"), Some("Harbour Lights"));
-    assert_eq!(meta(&p, "audio.artist"), Some("The Quayside Band"));
-    assert_eq!(meta(&p, "index.partial"), Some(NO_SPEECH));
+    assert_eq!(p.metadata_value("audio.duration_ms"), Some("1000"));
+    assert_eq!(p.metadata_value("audio.sample_rate"), Some("8000"));
+    assert_eq!(p.metadata_value("audio.title"), Some("Harbour Lights"));
+    assert_eq!(p.metadata_value("audio.artist"), Some("The Quayside Band"));
+    assert_eq!(p.metadata_value("index.partial"), Some(NO_SPEECH));
     assert_eq!(p.title.as_deref(), Some("Harbour Lights"));
     assert!(
         p.chunks[0].text.contains("Quayside"),
@@ -83,8 +70,9 @@ fn wav_tags_and_duration_are_metadata_and_the_file_is_partial() {
 fn mp3_with_id3_tag() {
     let bytes = tagged(mp3(100), TagType::Id3v2);
     let p = process_audio(&input("song.mp3", "audio/mpeg", bytes)).expect("processed");
-    assert_eq!(meta(&p, "audio.album"), Some("Evening Tides"));
-    let ms: u64 = meta(&p, "audio.duration_ms")
+    assert_eq!(p.metadata_value("audio.album"), Some("Evening Tides"));
+    let ms: u64 = p
+        .metadata_value("audio.duration_ms")
         .and_then(|m| m.parse().ok())
         .unwrap_or(0);
     assert!((2500..=2800).contains(&ms), "{ms}");

@@ -1,13 +1,7 @@
 use super::*;
 
 fn input(name: &str, html: &str) -> FileInput {
-    FileInput {
-        id: "f1".into(),
-        path: format!("/{name}"),
-        name: name.into(),
-        mime: "text/html".into(),
-        bytes: html.as_bytes().to_vec(),
-    }
+    FileInput::new(name, "text/html", html.as_bytes().to_vec())
 }
 
 const PAGE: &str = "<!doctype html>

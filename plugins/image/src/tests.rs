@@ -68,38 +68,25 @@ pub fn holiday_fields(with_offset: bool) -> Vec<Field> {
 }
 
 fn input(name: &str, mime: &str, bytes: Vec<u8>) -> FileInput {
-    FileInput {
-        id: "f1".into(),
-        path: format!("/{name}"),
-        name: name.into(),
-        mime: mime.into(),
-        bytes,
-    }
-}
-
-fn meta<'a>(p: &'a Processed, k: &str) -> Option<&'a str> {
-    p.metadata
-        .iter()
-        .find(|(key, _)| key == k)
-        .map(|(_, v)| v.as_str())
+    FileInput::new(name, mime, bytes)
 }
 
 #[test]
 fn jpeg_exif_becomes_the_agreed_metadata_and_a_description() {
     let bytes = jpeg_with_exif(640, 480, &holiday_fields(true));
     let p = process_image(&input("beach.jpg", "image/jpeg", bytes)).expect("processed");
-    assert_eq!(meta(&p, "image.width"), Some("640"));
-    assert_eq!(meta(&p, "image.height"), Some("480"));
-    assert_eq!(meta(&p, "image.orientation"), Some("6"));
-    assert_eq!(meta(&p, "camera.make"), Some("Canon"));
-    assert_eq!(meta(&p, "camera.model"), Some("EOS 80D"));
+    assert_eq!(p.metadata_value("image.width"), Some("640"));
+    assert_eq!(p.metadata_value("image.height"), Some("480"));
+    assert_eq!(p.metadata_value("image.orientation"), Some("6"));
+    assert_eq!(p.metadata_value("camera.make"), Some("Canon"));
+    assert_eq!(p.metadata_value("camera.model"), Some("EOS 80D"));
     assert_eq!(
-        meta(&p, "time.captured_at"),
+        p.metadata_value("time.captured_at"),
         Some("2024-06-01T14:30:05+02:00")
     );
-    assert_eq!(meta(&p, "time.captured_local"), None);
-    assert_eq!(meta(&p, "geo.lat"), Some("48.856667"));
-    assert_eq!(meta(&p, "geo.lon"), Some("-2.350000"));
+    assert_eq!(p.metadata_value("time.captured_local"), None);
+    assert_eq!(p.metadata_value("geo.lat"), Some("48.856667"));
+    assert_eq!(p.metadata_value("geo.lon"), Some("-2.350000"));
     assert_eq!(p.chunks.len(), 1);
     let text = &p.chunks[0].text;
     assert!(
@@ -113,8 +100,11 @@ fn jpeg_exif_becomes_the_agreed_metadata_and_a_description() {
 fn capture_time_without_zone_is_local_only() {
     let bytes = jpeg_with_exif(10, 20, &holiday_fields(false));
     let p = process_image(&input("a.jpg", "image/jpeg", bytes)).expect("processed");
-    assert_eq!(meta(&p, "time.captured_at"), None);
-    assert_eq!(meta(&p, "time.captured_local"), Some("2024-06-01T14:30:05"));
+    assert_eq!(p.metadata_value("time.captured_at"), None);
+    assert_eq!(
+        p.metadata_value("time.captured_local"),
+        Some("2024-06-01T14:30:05")
+    );
 }
 
 #[test]
@@ -125,9 +115,9 @@ fn png_without_exif_has_dimensions_only() {
     png.extend(200u32.to_be_bytes());
     png.extend([8, 6, 0, 0, 0, 0, 0, 0, 0]);
     let p = process_image(&input("logo.png", "image/png", png)).expect("processed");
-    assert_eq!(meta(&p, "image.width"), Some("300"));
-    assert_eq!(meta(&p, "image.height"), Some("200"));
-    assert_eq!(meta(&p, "camera.make"), None);
+    assert_eq!(p.metadata_value("image.width"), Some("300"));
+    assert_eq!(p.metadata_value("image.height"), Some("200"));
+    assert_eq!(p.metadata_value("camera.make"), None);
 }
 
 #[test]
@@ -143,9 +133,9 @@ fn hostile_images_are_errors_or_ignored_exif_never_panics() {
     ];
     let p = process_image(&input("x.jpg", "image/jpeg", jpeg_with_exif(1, 1, &bad)))
         .expect("header is fine");
-    assert_eq!(meta(&p, "time.captured_at"), None);
-    assert_eq!(meta(&p, "time.captured_local"), None);
-    assert_eq!(meta(&p, "geo.lat"), None);
+    assert_eq!(p.metadata_value("time.captured_at"), None);
+    assert_eq!(p.metadata_value("time.captured_local"), None);
+    assert_eq!(p.metadata_value("geo.lat"), None);
     let mut cut = jpeg_with_exif(4, 4, &holiday_fields(true));
     cut.truncate(40);
     let _ = process_image(&input("cut.jpg", "image/jpeg", cut));

@@ -57,20 +57,7 @@ pub fn pdf(pages: &[&[&str]], title: &str) -> Vec<u8> {
 }
 
 fn input(bytes: Vec<u8>) -> FileInput {
-    FileInput {
-        id: "f1".into(),
-        path: "/report.pdf".into(),
-        name: "report.pdf".into(),
-        mime: "application/pdf".into(),
-        bytes,
-    }
-}
-
-fn meta<'a>(p: &'a Processed, k: &str) -> Option<&'a str> {
-    p.metadata
-        .iter()
-        .find(|(key, _)| key == k)
-        .map(|(_, v)| v.as_str())
+    FileInput::new("report.pdf", "application/pdf", bytes)
 }
 
 #[test]
@@ -83,14 +70,14 @@ fn text_per_page_with_page_sections_and_metadata() {
         "Harbour Report",
     );
     let p = process_pdf(&input(bytes)).expect("processed");
-    assert_eq!(meta(&p, "doc.pages"), Some("2"));
-    assert_eq!(meta(&p, "doc.title"), Some("Harbour Report"));
-    assert_eq!(meta(&p, "doc.author"), Some("Ada Lovelace"));
+    assert_eq!(p.metadata_value("doc.pages"), Some("2"));
+    assert_eq!(p.metadata_value("doc.title"), Some("Harbour Report"));
+    assert_eq!(p.metadata_value("doc.author"), Some("Ada Lovelace"));
     assert_eq!(
-        meta(&p, "doc.created_at"),
+        p.metadata_value("doc.created_at"),
         Some("2024-06-01T14:30:05+02:00")
     );
-    assert_eq!(meta(&p, "index.partial"), None);
+    assert_eq!(p.metadata_value("index.partial"), None);
     assert_eq!(p.title.as_deref(), Some("Harbour Report"));
     assert_eq!(p.chunks.len(), 2);
     assert_eq!(p.chunks[1].kind, "page");
@@ -106,11 +93,11 @@ fn text_per_page_with_page_sections_and_metadata() {
 #[test]
 fn image_only_pages_are_partial_with_the_reason() {
     let p = process_pdf(&input(pdf(&[&[], &[]], "Scan"))).expect("processed");
-    assert_eq!(meta(&p, "index.partial"), Some(NO_TEXT_LAYER));
+    assert_eq!(p.metadata_value("index.partial"), Some(NO_TEXT_LAYER));
     assert!(p.chunks.is_empty());
     let p = process_pdf(&input(pdf(&[&["words"], &[]], "Half"))).expect("processed");
     assert_eq!(
-        meta(&p, "index.partial"),
+        p.metadata_value("index.partial"),
         Some("1 of 2 pages have no text layer; OCR is not available")
     );
 }
