@@ -40,6 +40,12 @@ pub enum ErrorCode {
     /// A checkpoint's base is not the task's current head.
     #[serde(rename = "checkpoint_conflict")]
     CheckpointConflict,
+    /// An annotation was already decided the other way (decisions are final).
+    #[serde(rename = "annotation_decision_conflict")]
+    AnnotationDecisionConflict,
+    /// A file's annotation was decided on a stale `state_version` of the file.
+    #[serde(rename = "annotation_version_conflict")]
+    AnnotationVersionConflict,
     /// A page cursor was issued for an older revision of the workspace.
     #[serde(rename = "cursor_stale")]
     CursorStale,
@@ -133,6 +139,8 @@ impl ErrorCode {
         Self::VersionConflict,
         Self::BadHandoff,
         Self::CheckpointConflict,
+        Self::AnnotationDecisionConflict,
+        Self::AnnotationVersionConflict,
         Self::CursorStale,
         Self::ConfirmationRequired,
         Self::InvalidState,
@@ -197,6 +205,12 @@ impl ErrorCode {
             }
             Self::BadHandoff => {
                 "correct the named field of the handoff document (schemas/handoff.v1.json)"
+            }
+            Self::AnnotationDecisionConflict => {
+                "the annotation was already decided the other way and decisions are final; read the file's annotations (`info`) to see who decided and why"
+            }
+            Self::AnnotationVersionConflict => {
+                "the file changed since you read it: read it again (`info`) and retry with its current state_version (details.current_version)"
             }
             Self::CursorStale => {
                 "the workspace changed since the cursor was issued; request again without the cursor"
@@ -314,6 +328,8 @@ impl ErrorCode {
             | Self::IdempotencyConflict
             | Self::VersionConflict
             | Self::CheckpointConflict
+            | Self::AnnotationDecisionConflict
+            | Self::AnnotationVersionConflict
             | Self::CursorStale
             | Self::InvalidState
             | Self::WorkspaceNotEmpty => 409,
@@ -356,6 +372,8 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     (ErrorCode::VersionConflict, "version_conflict"),
     (ErrorCode::BadHandoff, "bad_handoff"),
     (ErrorCode::CheckpointConflict, "checkpoint_conflict"),
+    (ErrorCode::AnnotationDecisionConflict, "annotation_decision_conflict"),
+    (ErrorCode::AnnotationVersionConflict, "annotation_version_conflict"),
     (ErrorCode::CursorStale, "cursor_stale"),
     (ErrorCode::ConfirmationRequired, "confirmation_required"),
     (ErrorCode::InvalidState, "invalid_state"),

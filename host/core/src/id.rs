@@ -10,6 +10,7 @@ static GENERATOR: Mutex<Generator> = Mutex::new(Generator::new());
 
 pub const MEMORY: &str = "mem";
 pub const FILE: &str = "file";
+pub const ANNOTATION: &str = "ann";
 
 /// A new id such as `mem_01JD...`.
 pub fn new_id(prefix: &str) -> String {

@@ -29,6 +29,9 @@ pub enum Table {
     Idempotency,
     /// Processor output per file (chunks, metadata): file id → document.
     FileContent,
+    /// A file's annotations (processor suggestions and their decisions):
+    /// file id → `FileAnnotations`.
+    Annotations,
     /// Plugin-private key-value namespaces: `"{plugin}\0{key}"`.
     PluginKv,
     /// Proposals of the write gate.
@@ -59,6 +62,7 @@ impl Table {
         Table::MemoryPaths,
         Table::Idempotency,
         Table::FileContent,
+        Table::Annotations,
         Table::PluginKv,
         Table::Proposals,
         Table::Tokens,
@@ -79,6 +83,7 @@ impl Table {
             Table::MemoryPaths => "memory_paths",
             Table::Idempotency => "idempotency",
             Table::FileContent => "file_content",
+            Table::Annotations => "annotations",
             Table::PluginKv => "plugin_kv",
             Table::Proposals => "proposals",
             Table::Tokens => "tokens",

@@ -94,6 +94,15 @@ type Subtree = (Vec<Stored<FileRecord>>, Vec<(String, Vec<u8>)>);
 /// Tags are 1 to 64 characters without whitespace, comma, control or
 /// invisible characters (`ops::fields::tags` states the same); duplicates
 /// collapse, order is sorted.
+pub(crate) fn tag_ok(t: &str) -> bool {
+    let n = t.chars().count();
+    (1..=MAX_TAG_CHARS).contains(&n)
+        && !t.chars().any(|c| {
+            c.is_whitespace() || c == ',' || c.is_control() || mem_core::path::is_invisible(c)
+        })
+}
+
+/// The tags of a file, checked (see [`tag_ok`]).
 pub(crate) fn validate_tags(tags: &[String]) -> MemResult<Vec<String>> {
     if tags.len() > MAX_TAGS {
         return Err(MemError::bad_request(format!(
@@ -104,12 +113,7 @@ pub(crate) fn validate_tags(tags: &[String]) -> MemResult<Vec<String>> {
     }
     let mut out = BTreeSet::new();
     for t in tags {
-        let n = t.chars().count();
-        let ok = (1..=MAX_TAG_CHARS).contains(&n)
-            && !t.chars().any(|c| {
-                c.is_whitespace() || c == ',' || c.is_control() || mem_core::path::is_invisible(c)
-            });
-        if !ok {
+        if !tag_ok(t) {
             return Err(MemError::bad_request(format!("bad tag {t:?}"))
                 .with_hint(format!(
                     "tags are 1-{MAX_TAG_CHARS} characters without spaces, commas or invisible characters"
@@ -210,6 +214,7 @@ impl Service {
                         sha256: sha.clone(),
                         mime: mime.clone(),
                         tags: tags.clone(),
+                        description: None,
                         created_at: at,
                         updated_at: at,
                         index_status: IndexStatus::Pending,
@@ -653,6 +658,7 @@ impl Service {
         batch.delete(Table::Files, rec.id.clone());
         batch.delete(Table::FilePaths, rec.path.as_str());
         batch.delete(Table::FileContent, rec.id.clone());
+        batch.delete(Table::Annotations, rec.id.clone());
         batch.blob_ref(rec.sha256.clone(), -1);
         push_event(
             batch,

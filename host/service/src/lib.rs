@@ -8,6 +8,7 @@
 
 pub mod access;
 mod adapters;
+pub mod annotations;
 pub mod audit;
 mod budget;
 pub mod bundle;

@@ -6,7 +6,7 @@
 
 use crate::Service;
 use crate::records::{decode, encode, load, push_event, scan_all, transact};
-use mem_core::model::{FileRecord, IndexStatus};
+use mem_core::model::{FileAnnotations, FileRecord, IndexStatus};
 use mem_core::plugin::{FileInput, ProcessedFile};
 use mem_core::store::{Batch, Durability, Table};
 use mem_core::time::now;
@@ -307,6 +307,7 @@ impl Service {
             }
         }
         let mut merged = ProcessedFile::default();
+        let mut suggested = crate::annotations::Suggestions::default();
         let mut partial = Vec::new();
         if !fitting.is_empty() {
             let bytes = self
@@ -326,6 +327,7 @@ impl Service {
                         if let Some(reason) = take_partial(&mut p.metadata) {
                             partial.push(format!("{name}: {reason}"));
                         }
+                        suggested.add(name, &p);
                         merged.title = merged.title.or(p.title);
                         merged.chunks.extend(p.chunks);
                         merged.metadata.extend(p.metadata);
@@ -360,6 +362,24 @@ impl Service {
             batch.put(Table::Files, id, encode(&rec)?);
             if status != IndexStatus::Failed {
                 batch.put(Table::FileContent, id, encode(&merged)?);
+                // What the processors suggest waits for a person's decision.
+                let stored_ann =
+                    load::<FileAnnotations>(self.store(), Table::Annotations, id)?;
+                batch.expect(
+                    Table::Annotations,
+                    id,
+                    stored_ann.as_ref().map(|s| s.raw.clone()),
+                );
+                let anns = crate::annotations::merge(
+                    stored_ann.map(|s| s.value),
+                    &rec,
+                    suggested.clone(),
+                );
+                if anns.items.is_empty() && anns.notes.is_empty() {
+                    batch.delete(Table::Annotations, id);
+                } else {
+                    batch.put(Table::Annotations, id, encode(&anns)?);
+                }
             }
             push_event(
                 &mut batch,

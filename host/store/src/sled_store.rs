@@ -18,7 +18,13 @@ use std::sync::Mutex;
 /// `blob_files` tree. A version-1 binary would read their empty `blobs`
 /// value as the content, so it must refuse such a store; a version-1 store
 /// is a valid version-2 store and is upgraded at open.
-pub const SCHEMA_VERSION: u32 = 2;
+///
+/// 3: files carry annotations (the `annotations` table) and an accepted
+/// `description`. A version-2 binary would drop the description when it
+/// rewrites a file record and leave annotations behind a removed file,
+/// so it must refuse such a store; a version-2 store is a valid
+/// version-3 store and is upgraded at open.
+pub const SCHEMA_VERSION: u32 = 3;
 
 const META_SCHEMA_VERSION: &[u8] = b"__schema_version";
 const BLOBS: &str = "blobs";

@@ -38,6 +38,10 @@ pub struct FileRecord {
     pub mime: String,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// What the file is about, as accepted from a processor's suggestion
+    /// (an annotation); absent until one is accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub index_status: IndexStatus,

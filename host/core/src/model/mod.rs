@@ -1,11 +1,17 @@
 //! Host-owned records. These are the public documents too: their JSON
 //! Schemas in `schemas/` are generated from these types.
 
+mod annotation;
 mod event;
 mod file;
 mod memory;
 mod source;
 
+pub use annotation::{
+    Annotation, AnnotationDecision, AnnotationKind, AnnotationStatus, FileAnnotations,
+    MAX_DESCRIPTION_CHARS, MAX_DESCRIPTIONS, MAX_KEPT_ANNOTATIONS, MAX_TAG_ANNOTATION_CHARS,
+    MAX_TAG_ANNOTATIONS,
+};
 pub use event::Event;
 pub use file::{FileRecord, FolderRecord, IndexStatus};
 pub use memory::{

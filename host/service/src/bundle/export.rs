@@ -86,7 +86,7 @@ impl Service {
         let mut exported_files = HashSet::new();
         let mut exported_keys = HashSet::new();
         let mut exported_tasks = HashSet::new();
-        // Files before the tables keyed by file id (FileContent), so those
+        // Files before the tables keyed by file id (FileContent, Annotations), so those
         // follow their file under a scope; checkpoints follow their task
         // (`Table::ALL` lists tasks first).
         let mut order: Vec<Table> = Table::ALL.to_vec();
@@ -102,7 +102,9 @@ impl Service {
                     (Table::Meta, _) if key == HEAD_KEY || key.starts_with(IMPORT_MARK) => false,
                     (_, None) => true,
                     (Table::Meta | Table::PluginKv, Some(_)) => false,
-                    (Table::FileContent, Some(_)) => exported_files.contains(&key),
+                    (Table::FileContent | Table::Annotations, Some(_)) => {
+                        exported_files.contains(&key)
+                    }
                     (Table::Checkpoints, Some(_)) => {
                         checkpoint_task(&key, &value).is_some_and(|t| exported_tasks.contains(&t))
                     }

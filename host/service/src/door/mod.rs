@@ -57,7 +57,8 @@ pub trait Operation: Serialize + DeserializeOwned + schemars::JsonSchema + Send 
         None
     }
 
-    /// True when `out` is itself a replay (operations with [`Replay::Own`]).
+    /// True when `out` is itself a replay (operations with [`Replay::Own`],
+    /// or a [`Replay::Kept`] one whose effect was already there).
     fn replayed(_out: &Self::Output) -> bool {
         false
     }
@@ -163,10 +164,10 @@ impl<'a> Caller<'a> {
         let body = serde_json::to_vec(&value)
             .map_err(|e| MemError::internal(format!("cannot keep the answer: {e}")))?;
         self.svc.store_reply(&who, key, fingerprint, body)?;
-        Ok(Done {
-            value,
-            replayed: false,
-        })
+        // An operation may find its effect already there (a decision
+        // made before under another key): that is a replay too.
+        let replayed = O::replayed(&value);
+        Ok(Done { value, replayed })
     }
 
     /// The actor recorded in provenance and audit: derived here only.

@@ -77,6 +77,7 @@ static REGISTRY: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<files::Mkdir>(),
         entry::<files::Move>(),
         entry::<files::Remove>(),
+        entry::<crate::ops::annotations::DecideAnnotation>(),
         entry::<crate::RememberRequest>(),
         entry::<memories::RememberBatch>(),
         entry::<memories::GetMemory>(),

@@ -5,7 +5,7 @@
 
 use crate::door::Caller;
 use crate::records::load;
-use mem_core::model::FileRecord;
+use mem_core::model::{Annotation, FileRecord};
 use mem_core::plugin::{Entity, LineRange, ProcessedFile};
 use mem_core::store::Table;
 use mem_core::{MemError, MemResult};
@@ -36,6 +36,15 @@ pub struct FileDetails {
     /// Absent until a processor has run on the file's content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processed: Option<Processed>,
+    /// What processors suggested about the file (a description, tags),
+    /// pending until a person accepts or rejects each
+    /// (`files.annotation.decide`), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<Annotation>,
+    /// What the host cut or dropped from the processors' suggestions at
+    /// the last processing run, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotation_notes: Vec<String>,
 }
 
 /// What the processors extracted.
@@ -48,7 +57,8 @@ pub struct Processed {
     /// The first entities found (see `entity_count`).
     pub entities: Vec<Entity>,
     pub entity_count: usize,
-    /// Tags the processors suggest; they are not the file's tags.
+    /// Tags the processors suggest, as they sent them; they are not the
+    /// file's tags (see `annotations` for what a person may accept).
     pub suggested_tags: Vec<String>,
     pub chunk_count: usize,
     /// The page of chunks asked for, in document order.
@@ -95,11 +105,14 @@ impl Caller<'_> {
         window: ChunkWindow,
     ) -> MemResult<FileDetails> {
         let (from, limit) = window.checked()?;
+        let anns = self.svc.annotations(&file.id)?;
         let Some(content) = load::<ProcessedFile>(self.svc.store(), Table::FileContent, &file.id)?
         else {
             return Ok(FileDetails {
                 file,
                 processed: None,
+                annotations: anns.items,
+                annotation_notes: anns.notes,
             });
         };
         let p = content.value;
@@ -134,6 +147,8 @@ impl Caller<'_> {
                 chunks,
                 next_chunk: (from.saturating_add(limit) < chunk_count).then_some(from + limit),
             }),
+            annotations: anns.items,
+            annotation_notes: anns.notes,
         })
     }
 }

@@ -7,6 +7,7 @@
 //! line in `door::registry`, one line in each surface's table.
 
 pub mod admin;
+pub mod annotations;
 pub mod bundles;
 pub mod fields;
 pub mod file_details;
