@@ -15,6 +15,7 @@ pub mod check;
 pub mod config;
 pub mod consolidation;
 mod content;
+mod excerpts;
 pub mod door;
 mod files;
 pub mod gate;

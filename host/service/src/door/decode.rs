@@ -137,9 +137,22 @@ fn coded(schema: &Value, e: &jsonschema::ValidationError<'_>, err: MemError) -> 
     if let Some(d) = details.as_object_mut() {
         d.insert("field".into(), field.clone().into());
     }
-    MemError::new(code, format!("{field}: {e}"))
+    MemError::new(code, format!("{field}: {}", said(e)))
         .with_hint(code.default_hint())
         .with_details(details)
+}
+
+/// Longest rendering of a schema break in a message: the validator quotes
+/// the offending value whole, which may be a megabyte of content.
+const MAX_SAID_CHARS: usize = 300;
+
+/// A schema break in words, the quoted value cut to [`MAX_SAID_CHARS`].
+fn said(e: &jsonschema::ValidationError<'_>) -> String {
+    let text = e.to_string();
+    match text.char_indices().nth(MAX_SAID_CHARS) {
+        Some((at, _)) => format!("{}… ({} characters in all)", &text[..at], text.chars().count()),
+        None => text,
+    }
 }
 
 /// The first way `args` breaks the schema, as the error a client acts on.
@@ -168,7 +181,7 @@ fn shape_error(operation: &str, e: &jsonschema::ValidationError<'_>) -> MemError
     } else {
         field.clone()
     };
-    MemError::bad_request(format!("invalid request for {operation}: {at}: {e}"))
+    MemError::bad_request(format!("invalid request for {operation}: {at}: {}", said(e)))
         .with_hint(format!(
             "correct {at}; {operation}'s schema is in /v1/openapi.json and the MCP tool's input schema"
         ))
