@@ -13,6 +13,8 @@ mod contract;
 mod door;
 mod durability;
 mod files;
+mod filetypes;
+mod fixtures_gen;
 mod governance;
 mod handoff;
 mod intake;

@@ -420,6 +420,40 @@ impl Service {
         })
     }
 
+    /// The files at `path` or anywhere below it that carry every one of
+    /// `tags` (a tag is not bound to a folder, so neither is this view).
+    /// Scans the folder's file paths: bounded by what the folder holds.
+    pub(crate) fn list_tagged(&self, path: &VPath, tags: &[String]) -> MemResult<Listing> {
+        let carries = |f: &FileRecord| tags.iter().all(|t| f.tags.contains(t));
+        if let Some(file) = self.file_at(path)? {
+            let entries = if carries(&file.value) {
+                vec![Entry::File(file.value)]
+            } else {
+                Vec::new()
+            };
+            return Ok(Listing {
+                path: path.clone(),
+                entries,
+            });
+        }
+        if !self.folder_exists(path)? {
+            return Err(MemError::not_found("folder", path.as_str()));
+        }
+        let mut entries = Vec::new();
+        for (_, id) in scan_all(self.store(), Table::FilePaths, &path.child_prefix())? {
+            let id = String::from_utf8_lossy(&id).to_string();
+            if let Some(f) = load::<FileRecord>(self.store(), Table::Files, &id)?
+                && carries(&f.value)
+            {
+                entries.push(Entry::File(f.value));
+            }
+        }
+        Ok(Listing {
+            path: path.clone(),
+            entries,
+        })
+    }
+
     fn node(&self, target: &str) -> MemResult<Node> {
         if target.starts_with('/') {
             let path = VPath::parse(target)?;

@@ -42,6 +42,8 @@ pub use budget::BudgetUsage;
 pub use config::WorkspaceConfig;
 pub use door::{Caller, Done, Operation};
 pub use files::{Entry, Listing, MkdirResult, MoveResult, PutFileResult, RemoveResult};
+/// File types (`type` filters) as families of MIME types.
+pub use mime::{FILE_TYPES, file_type_of, type_prefixes};
 pub use gate::{
     Evidence, EvidenceStance, Proposal, ProposalOutcome, ProposalRequest, ProposalStatus,
     ReviewItem, WriteRoute,
@@ -148,7 +150,7 @@ pub(crate) struct TestPut {
 #[cfg(test)]
 impl Service {
     pub(crate) fn put_test(&self, p: TestPut) -> mem_core::MemResult<PutFileResult> {
-        let content = self.stage_content(&mut &p.bytes[..], p.path.name())?;
+        let content = self.stage_content(&mut &p.bytes[..], p.path.name(), None)?;
         self.put_file(files::PutFile {
             path: p.path,
             content,

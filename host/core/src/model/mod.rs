@@ -12,4 +12,4 @@ pub use memory::{
     BUILTIN_KINDS, Difference, Feedback, FeedbackAction, Governance, Lifecycle, Memory, Provenance,
     Relation, Tombstone,
 };
-pub use source::{MAX_SOURCE_METADATA_BYTES, SourceMetadata};
+pub use source::{MAX_SOURCE_METADATA_BYTES, MAX_SOURCE_TEXT_CHARS, SourceMetadata};

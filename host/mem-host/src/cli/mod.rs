@@ -4,6 +4,7 @@
 
 mod bundle;
 mod documents;
+mod fetch;
 mod files;
 mod govern;
 mod lines;

@@ -211,6 +211,9 @@ fn listed(backend: &dyn Backend) -> Tools {
         .iter()
         .map(|d| {
             let mut schema = d.op.request_schema(&config);
+            if let Some(rule) = d.shape {
+                rule(&mut schema);
+            }
             if let Some(o) = schema.as_object_mut() {
                 o.remove("$schema");
             }
