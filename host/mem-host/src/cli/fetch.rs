@@ -203,17 +203,80 @@ fn percent_decode(s: &str) -> String {
 /// Starts fetching `url`: the status is checked and the body is ready to
 /// stream. `limit` is the workspace's file size limit when known (the
 /// service enforces it again as the bytes arrive).
+/// `location` read against `base` (absolute, scheme-relative,
+/// host-relative or relative to `base`'s folder).
+fn join(base: &str, location: &str) -> String {
+    let scheme_end = location.find(':');
+    let has_scheme = scheme_end.is_some_and(|i| {
+        let scheme = &location[..i];
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    if has_scheme {
+        return location.to_string();
+    }
+    let (scheme, rest) = base.split_once("://").unwrap_or(("http", base));
+    if let Some(tail) = location.strip_prefix("//") {
+        return format!("{scheme}://{tail}");
+    }
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let origin = &base[..scheme.len() + 3 + end];
+    if location.starts_with('/') {
+        return format!("{origin}{location}");
+    }
+    let path = rest[end..].split(['?', '#']).next().unwrap_or("");
+    let folder = path.rsplit_once('/').map_or("", |(d, _)| d);
+    format!("{origin}{folder}/{location}")
+}
+
 pub fn open(url: &str, timeout: Duration, limit: Option<u64>) -> MemResult<Fetch> {
     let (clean, name) = checked_url(url)?;
+    // Redirects are followed here, not by the client, so that every
+    // location is checked like the first URL (a `file:` or other scheme
+    // is refused, never requested as if it were http).
     let agent = ureq::Agent::config_builder()
-        .max_redirects(MAX_REDIRECTS)
-        .max_redirects_will_error(true)
+        .max_redirects(0)
         .http_status_as_error(false)
         .timeout_global(Some(timeout))
         .user_agent(format!("mem-host/{}", env!("CARGO_PKG_VERSION")))
         .build()
         .new_agent();
-    let resp = agent.get(url).call().map_err(|e| classify(&clean, &e))?;
+    let mut at = url.to_string();
+    let mut redirects = 0;
+    let resp = loop {
+        let resp = agent.get(&at).call().map_err(|e| classify(&clean, &e))?;
+        if !resp.status().is_redirection() {
+            break resp;
+        }
+        let Some(location) = resp
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+        else {
+            break resp;
+        };
+        if redirects == MAX_REDIRECTS {
+            return Err(failed(
+                &clean,
+                "too_many_redirects",
+                format!("{clean} redirected more than {MAX_REDIRECTS} times"),
+            )
+            .with_hint("the redirects may loop; fetch the final URL directly"));
+        }
+        redirects += 1;
+        let next = join(&at, location.trim());
+        if checked_url(&next).is_err() {
+            return Err(failed(
+                &clean,
+                "bad_redirect",
+                format!("{clean} redirected to {next:?}, which cannot be fetched"),
+            )
+            .with_hint("only http and https locations are followed"));
+        }
+        at = next;
+    };
     let status = resp.status().as_u16();
     if !(200..300).contains(&status) {
         return Err(failed(
@@ -304,6 +367,18 @@ pub fn put(c: &Client, out: &Out, url: &str, folder: &VPath, a: &PutArgs) -> Mem
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redirect_locations_are_read_against_the_url_they_came_from() {
+        let base = "http://h:8/a/b.html?q=1";
+        assert_eq!(join(base, "https://x/y"), "https://x/y");
+        assert_eq!(join(base, "file:///etc/passwd"), "file:///etc/passwd");
+        assert_eq!(join(base, "//x/y"), "http://x/y");
+        assert_eq!(join(base, "/c"), "http://h:8/c");
+        assert_eq!(join(base, "c.html"), "http://h:8/a/c.html");
+        assert_eq!(join("http://h", "c"), "http://h/c");
+        assert!(checked_url(&join(base, "file:///etc/passwd")).is_err());
+    }
 
     #[test]
     fn urls_lose_credentials_and_fragments_and_name_their_file() {
