@@ -25,7 +25,9 @@ fn info(ws: &Ws, target: &str) -> Value {
 }
 
 fn meta<'a>(info: &'a Value, key: &str) -> &'a str {
-    info["processed"]["metadata"][key].as_str().unwrap_or_default()
+    info["processed"]["metadata"][key]
+        .as_str()
+        .unwrap_or_default()
 }
 
 /// The paths `search ARGS` finds.
@@ -71,7 +73,13 @@ fn put_all(ws: &Ws) -> Vec<(&'static str, Value)> {
             put(
                 ws,
                 "shanty.mp3",
-                &mp3("Quayside Shanty", "The Harbour Band", "Evening Tides", "2012", 100),
+                &mp3(
+                    "Quayside Shanty",
+                    "The Harbour Band",
+                    "Evening Tides",
+                    "2012",
+                    100,
+                ),
             ),
         ),
     ]
@@ -107,14 +115,25 @@ fn every_file_type_shows_its_processor_output_and_is_found() {
     assert_eq!(meta(&d, "doc.title"), "Harbour Survey");
     assert_eq!(meta(&d, "doc.author"), "Ada Lovelace");
     assert_eq!(meta(&d, "doc.created_at"), "2012-03-04T10:00:00+01:00");
-    let chunks = d["processed"]["chunks"].as_array().cloned().unwrap_or_default();
+    let chunks = d["processed"]["chunks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(chunks.len(), 2, "{d}");
     let second = &chunks[1];
     assert!(
-        second["locator"].as_str().unwrap_or_default().contains("#p2:L"),
+        second["locator"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("#p2:L"),
         "{second}"
     );
-    assert!(second["text"].as_str().unwrap_or_default().contains("Lighthouse"));
+    assert!(
+        second["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Lighthouse")
+    );
 
     // JPEG: dimensions, camera and the EXIF capture time with its zone.
     let d = info(&ws, "/kb/beach.jpg");
@@ -166,9 +185,18 @@ fn every_file_type_shows_its_processor_output_and_is_found() {
     assert_eq!(found(&ws, &["Quayside"]), ["/kb/shanty.mp3"]);
     assert_eq!(found(&ws, &["Canon", "--type", "image"]), ["/kb/beach.jpg"]);
     assert!(found(&ws, &["Canon", "--type", "doc"]).is_empty());
-    assert_eq!(found(&ws, &["Quayside", "--type", "audio"]), ["/kb/shanty.mp3"]);
-    assert_eq!(found(&ws, &["marigolds", "--type", "doc"]), ["/kb/garden.html"]);
-    assert_eq!(found(&ws, &["breakwater", "--type", "any"]), ["/kb/survey.pdf"]);
+    assert_eq!(
+        found(&ws, &["Quayside", "--type", "audio"]),
+        ["/kb/shanty.mp3"]
+    );
+    assert_eq!(
+        found(&ws, &["marigolds", "--type", "doc"]),
+        ["/kb/garden.html"]
+    );
+    assert_eq!(
+        found(&ws, &["breakwater", "--type", "any"]),
+        ["/kb/survey.pdf"]
+    );
     ws.remember("Canon cameras are the team's choice", "/kb", None);
     assert!(
         !found(&ws, &["Canon", "--type", "any"])
@@ -180,7 +208,10 @@ fn every_file_type_shows_its_processor_output_and_is_found() {
         .run(&["search", "x", "--type", "video"])
         .fails("bad_request", 1);
     assert!(
-        e["hint"].as_str().unwrap_or_default().contains("image, doc, audio, any"),
+        e["hint"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("image, doc, audio, any"),
         "{e}"
     );
     ws.run(&["search", "x", "--type", "image", "--source", "memory"])

@@ -256,10 +256,7 @@ fn the_fixtures_are_well_formed() {
     let xref = text.find("xref\n").unwrap();
     for (i, line) in text[xref..].lines().skip(3).take(8).enumerate() {
         let off: usize = line[..10].parse().unwrap();
-        assert!(
-            text[off..].starts_with(&format!("{} 0 obj", i + 1)),
-            "{i}"
-        );
+        assert!(text[off..].starts_with(&format!("{} 0 obj", i + 1)), "{i}");
     }
     assert!(text.contains("(a \\(b\\)) Tj"));
     let jpeg = jpeg("Canon", "EOS 5D", "2012:03:04 10:00:00", "+01:00");

@@ -156,7 +156,11 @@ fn route(path: &str) -> Option<Vec<u8>> {
             &crate::fixtures_gen::jpeg("Canon", "EOS 5D", "2012:03:04 10:00:00", "+01:00"),
         ),
         "/r1" => reply("302 Found", "Location: /r2\r\n", b""),
-        "/r2" => reply("301 Moved Permanently", "Location: /docs/tides.html\r\n", b""),
+        "/r2" => reply(
+            "301 Moved Permanently",
+            "Location: /docs/tides.html\r\n",
+            b"",
+        ),
         "/loop" => reply("302 Found", "Location: /loop\r\n", b""),
         "/to-file" => reply("302 Found", "Location: file:///etc/passwd\r\n", b""),
         "/big" => reply("200 OK", "", &[b'x'; 5000]),
@@ -238,7 +242,13 @@ fn put_url_fetches_sniffs_and_keeps_the_url_as_source() {
     assert_eq!(put["file"]["sha256"], file["sha256"], "the same page");
 
     let put = ws
-        .run(&["put", "--url", &format!("{base}/photo"), "--name", "beach.jpg"])
+        .run(&[
+            "put",
+            "--url",
+            &format!("{base}/photo"),
+            "--name",
+            "beach.jpg",
+        ])
         .ok()
         .json();
     assert_eq!(put["file"]["mime"], "image/jpeg", "{put}");
@@ -283,12 +293,19 @@ fn put_url_failures_are_structured_and_store_nothing() {
             .fails("payload_too_large", 1);
         assert_eq!(e["details"]["limit"], 1000, "{big}: {e}");
         assert!(
-            e["message"].as_str().unwrap_or_default().contains("1000 bytes"),
+            e["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("1000 bytes"),
             "{e}"
         );
     }
 
-    for bad in ["ftp://example.org/x.txt", "file:///etc/passwd", "example.org/x"] {
+    for bad in [
+        "ftp://example.org/x.txt",
+        "file:///etc/passwd",
+        "example.org/x",
+    ] {
         let e = ws
             .run(&["put", "--url", bad, "/web/x.txt"])
             .fails("bad_request", 1);
@@ -365,14 +382,26 @@ fn mcp_put_takes_binary_content_and_a_mime_hint() {
     assert_eq!(calls[0]["is_error"], false, "{}", calls[0]);
     assert_eq!(calls[0]["result"]["file"]["mime"], "image/jpeg");
     assert_eq!(calls[0]["result"]["file"]["index_status"], "done");
-    assert_eq!(calls[1]["result"]["file"]["mime"], "text/markdown", "{}", calls[1]);
+    assert_eq!(
+        calls[1]["result"]["file"]["mime"], "text/markdown",
+        "{}",
+        calls[1]
+    );
     for (i, field) in [(2, "/content_base64"), (3, "mime")] {
         assert_eq!(calls[i]["is_error"], true, "{}", calls[i]);
         assert_eq!(calls[i]["result"]["code"], "bad_request", "{}", calls[i]);
-        assert_eq!(calls[i]["result"]["details"]["field"], field, "{}", calls[i]);
+        assert_eq!(
+            calls[i]["result"]["details"]["field"], field,
+            "{}",
+            calls[i]
+        );
     }
     assert_eq!(calls[4]["is_error"], true, "both contents: {}", calls[4]);
-    assert_eq!(calls[5]["result"]["hits"][0]["path"], "/photos/beach", "{}", calls[5]);
+    assert_eq!(
+        calls[5]["result"]["hits"][0]["path"], "/photos/beach",
+        "{}",
+        calls[5]
+    );
     assert_eq!(calls[6]["is_error"], true, "{}", calls[6]);
     let ls = ws.run(&["ls", "/bad"]);
     assert_ne!(ls.code, 0, "nothing of the refused puts was stored");

@@ -74,7 +74,9 @@ impl Locator {
 /// A positive decimal of at most nine digits, without sign or padding.
 fn number(s: &str) -> Option<u32> {
     let ok = !s.is_empty() && s.len() <= 9 && s.bytes().all(|b| b.is_ascii_digit());
-    s.parse::<u32>().ok().filter(|n| ok && *n >= 1 && !s.starts_with('0'))
+    s.parse::<u32>()
+        .ok()
+        .filter(|n| ok && *n >= 1 && !s.starts_with('0'))
 }
 
 impl fmt::Display for Locator {
@@ -104,8 +106,21 @@ mod tests {
     #[test]
     fn malformed_locators_are_refused() {
         for s in [
-            "", "L", "L0", "L5-2", "10-20", "p0:L1", "p3:10", "px:L1", "L+1", "L01", "L1-",
-            "p:L1", "L1234567890", "p3L1", "L1-L2",
+            "",
+            "L",
+            "L0",
+            "L5-2",
+            "10-20",
+            "p0:L1",
+            "p3:10",
+            "px:L1",
+            "L+1",
+            "L01",
+            "L1-",
+            "p:L1",
+            "L1234567890",
+            "p3L1",
+            "L1-L2",
         ] {
             assert_eq!(Locator::parse(s), None, "{s:?}");
         }
@@ -115,7 +130,18 @@ mod tests {
     fn the_pattern_admits_what_the_parser_does_but_the_order_of_the_ends() {
         let re = regex::Regex::new(PATTERN).unwrap();
         let body = regex::Regex::new(&format!("^{PATTERN_BODY}$")).unwrap();
-        for s in ["L1", "L10-24", "p3:L10-24", "L5-2", "L0", "p0:L1", "L01", "L1-L2", "px:L1", ""] {
+        for s in [
+            "L1",
+            "L10-24",
+            "p3:L10-24",
+            "L5-2",
+            "L0",
+            "p0:L1",
+            "L01",
+            "L1-L2",
+            "px:L1",
+            "",
+        ] {
             let shaped = Locator::parse_shape(s).is_some();
             assert_eq!(re.is_match(s), shaped, "{s:?}");
             assert_eq!(body.is_match(s), shaped, "{s:?}");

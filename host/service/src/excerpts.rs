@@ -55,7 +55,10 @@ mod tests {
     #[test]
     fn a_locator_picks_its_lines_and_none_picks_all() {
         let text = "one\ntwo\nthree\nfour";
-        assert_eq!(lines_of(text, Locator::parse("L2-3").as_ref()), "two\nthree");
+        assert_eq!(
+            lines_of(text, Locator::parse("L2-3").as_ref()),
+            "two\nthree"
+        );
         assert_eq!(lines_of(text, Locator::parse("L4").as_ref()), "four");
         assert_eq!(lines_of(text, None), text);
         assert_eq!(lines_of(text, Locator::parse("L9").as_ref()), "");

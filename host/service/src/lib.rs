@@ -15,8 +15,8 @@ pub mod check;
 pub mod config;
 pub mod consolidation;
 mod content;
-mod excerpts;
 pub mod door;
+mod excerpts;
 mod files;
 pub mod gate;
 pub mod handoff;
@@ -42,13 +42,13 @@ pub use budget::BudgetUsage;
 pub use config::WorkspaceConfig;
 pub use door::{Caller, Done, Operation};
 pub use files::{Entry, Listing, MkdirResult, MoveResult, PutFileResult, RemoveResult};
-/// File types (`type` filters) as families of MIME types.
-pub use mime::{FILE_TYPES, file_type_of, type_prefixes};
 pub use gate::{
     Evidence, EvidenceStance, Proposal, ProposalOutcome, ProposalRequest, ProposalStatus,
     ReviewItem, WriteRoute,
 };
 pub use memories::{ListMemories, MAX_LIST_LIMIT, MAX_LIST_SCAN, Page, RememberOutcome};
+/// File types (`type` filters) as families of MIME types.
+pub use mime::{FILE_TYPES, file_type_of, type_prefixes};
 pub use requests::{MemoryDraft, RememberRequest};
 
 use mem_core::plugin::PluginHost;

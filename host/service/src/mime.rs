@@ -46,9 +46,7 @@ pub fn type_prefixes(file_type: &str) -> Option<&'static [&'static str]> {
 pub fn file_type_of(mime: &str) -> &'static str {
     ["image", "audio", "doc"]
         .into_iter()
-        .find(|t| {
-            type_prefixes(t).is_some_and(|ps| ps.iter().any(|p| mime.starts_with(p)))
-        })
+        .find(|t| type_prefixes(t).is_some_and(|ps| ps.iter().any(|p| mime.starts_with(p))))
         .unwrap_or("other")
 }
 
@@ -227,11 +225,21 @@ mod tests {
         };
         assert_eq!(hinted(&png, "x", "text/plain"), "image/png", "magic wins");
         assert_eq!(hinted(b"# T\n", "notes", "text/markdown"), "text/markdown");
-        assert_eq!(hinted(b"# T\n", "notes.txt", "Text/Markdown; charset=utf-8"), "text/markdown");
+        assert_eq!(
+            hinted(b"# T\n", "notes.txt", "Text/Markdown; charset=utf-8"),
+            "text/markdown"
+        );
         assert_eq!(hinted(b"{\"a\":1}", "x", "text/plain"), "application/json");
         assert_eq!(hinted(b"plain", "x", "application/json"), "text/plain");
-        assert_eq!(hinted(b"plain", "x", "image/png"), "text/plain", "not text: ignored");
-        assert_eq!(hinted(&[0, 1, 2, 255], "x", "text/plain"), "application/octet-stream");
+        assert_eq!(
+            hinted(b"plain", "x", "image/png"),
+            "text/plain",
+            "not text: ignored"
+        );
+        assert_eq!(
+            hinted(&[0, 1, 2, 255], "x", "text/plain"),
+            "application/octet-stream"
+        );
         assert_eq!(parse_hint("no slash"), None);
         assert_eq!(parse_hint("text/"), None);
         assert_eq!(parse_hint("te xt/plain"), None);

@@ -63,10 +63,7 @@ impl Read for Watched {
                 Ok(n)
             }
             Err(io) => {
-                let e = match io
-                    .get_ref()
-                    .and_then(|x| x.downcast_ref::<ureq::Error>())
-                {
+                let e = match io.get_ref().and_then(|x| x.downcast_ref::<ureq::Error>()) {
                     Some(ureq::Error::BodyExceedsLimit(_)) => {
                         too_large(&self.url, self.limit.unwrap_or(0), None)
                     }
@@ -175,7 +172,11 @@ fn checked_url(url: &str) -> MemResult<(String, Option<String>)> {
         .find(|s| !s.is_empty())
         .map(percent_decode)
         .filter(|n| {
-            !n.is_empty() && n != "." && n != ".." && !n.contains('/') && !n.contains(char::is_control)
+            !n.is_empty()
+                && n != "."
+                && n != ".."
+                && !n.contains('/')
+                && !n.contains(char::is_control)
         });
     Ok((clean, name))
 }
@@ -250,11 +251,7 @@ pub fn open(url: &str, timeout: Duration, limit: Option<u64>) -> MemResult<Fetch
         if !resp.status().is_redirection() {
             break resp;
         }
-        let Some(location) = resp
-            .headers()
-            .get("location")
-            .and_then(|v| v.to_str().ok())
-        else {
+        let Some(location) = resp.headers().get("location").and_then(|v| v.to_str().ok()) else {
             break resp;
         };
         if redirects == MAX_REDIRECTS {
@@ -279,19 +276,17 @@ pub fn open(url: &str, timeout: Duration, limit: Option<u64>) -> MemResult<Fetch
     };
     let status = resp.status().as_u16();
     if !(200..300).contains(&status) {
-        return Err(failed(
-            &clean,
-            "status",
-            format!("{clean} answered HTTP {status}"),
-        )
-        .with_hint(if status == 404 {
-            "the server has no such page; check the URL"
-        } else if status >= 500 {
-            "the server failed; retry later"
-        } else {
-            "the server refused the request; check the URL and whether it needs a login"
-        })
-        .with_details(json!({ "url": clean, "reason": "status", "status": status })));
+        return Err(
+            failed(&clean, "status", format!("{clean} answered HTTP {status}"))
+                .with_hint(if status == 404 {
+                    "the server has no such page; check the URL"
+                } else if status >= 500 {
+                    "the server failed; retry later"
+                } else {
+                    "the server refused the request; check the URL and whether it needs a login"
+                })
+                .with_details(json!({ "url": clean, "reason": "status", "status": status })),
+        );
     }
     let announced = resp
         .headers()
@@ -382,8 +377,8 @@ mod tests {
 
     #[test]
     fn urls_lose_credentials_and_fragments_and_name_their_file() {
-        let (u, n) = checked_url("https://ann:secret@example.org/a/Report%202012.pdf?x=1#p2")
-            .expect("ok");
+        let (u, n) =
+            checked_url("https://ann:secret@example.org/a/Report%202012.pdf?x=1#p2").expect("ok");
         assert_eq!(u, "https://example.org/a/Report%202012.pdf?x=1");
         assert_eq!(n.as_deref(), Some("Report 2012.pdf"));
         let (u, n) = checked_url("http://example.org").expect("ok");
@@ -395,7 +390,13 @@ mod tests {
 
     #[test]
     fn only_http_and_https_are_fetched() {
-        for bad in ["file:///etc/passwd", "ftp://x/y", "notaurl", "http://", "javascript://x"] {
+        for bad in [
+            "file:///etc/passwd",
+            "ftp://x/y",
+            "notaurl",
+            "http://",
+            "javascript://x",
+        ] {
             let e = checked_url(bad).unwrap_err();
             assert_eq!(e.code, ErrorCode::BadRequest, "{bad}");
         }

@@ -216,7 +216,9 @@ fn mem_put_takes_exactly_one_of_content_and_content_base64() {
     let v = jsonschema::validator_for(&schema).expect("the schema compiles");
     let ok = |args: Value| v.is_valid(&args);
     assert!(ok(json!({ "path": "/a.txt", "content": "x" })));
-    assert!(ok(json!({ "path": "/a.bin", "content_base64": "AAE=", "mime": "text/plain" })));
+    assert!(ok(
+        json!({ "path": "/a.bin", "content_base64": "AAE=", "mime": "text/plain" })
+    ));
     assert!(!ok(json!({ "path": "/a.txt" })), "neither");
     assert!(
         !ok(json!({ "path": "/a.txt", "content": "x", "content_base64": "AAE=" })),

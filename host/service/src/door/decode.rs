@@ -150,7 +150,11 @@ const MAX_SAID_CHARS: usize = 300;
 fn said(e: &jsonschema::ValidationError<'_>) -> String {
     let text = e.to_string();
     match text.char_indices().nth(MAX_SAID_CHARS) {
-        Some((at, _)) => format!("{}… ({} characters in all)", &text[..at], text.chars().count()),
+        Some((at, _)) => format!(
+            "{}… ({} characters in all)",
+            &text[..at],
+            text.chars().count()
+        ),
         None => text,
     }
 }
@@ -181,15 +185,18 @@ fn shape_error(operation: &str, e: &jsonschema::ValidationError<'_>) -> MemError
     } else {
         field.clone()
     };
-    MemError::bad_request(format!("invalid request for {operation}: {at}: {}", said(e)))
-        .with_hint(format!(
-            "correct {at}; {operation}'s schema is in /v1/openapi.json and the MCP tool's input schema"
-        ))
-        .with_details(serde_json::json!({
-            "operation": operation,
-            "field": field,
-            "rule": keyword,
-        }))
+    MemError::bad_request(format!(
+        "invalid request for {operation}: {at}: {}",
+        said(e)
+    ))
+    .with_hint(format!(
+        "correct {at}; {operation}'s schema is in /v1/openapi.json and the MCP tool's input schema"
+    ))
+    .with_details(serde_json::json!({
+        "operation": operation,
+        "field": field,
+        "rule": keyword,
+    }))
 }
 
 /// Decodes `args` as `T`. A whole number written as a float (`2.0`) is an

@@ -170,8 +170,7 @@ impl Caller<'_> {
                 if let Some(text) = text {
                     let (body, more) = match at {
                         Some(l) => {
-                            let reached =
-                                text.lines().count() >= l.lines.end as usize || complete;
+                            let reached = text.lines().count() >= l.lines.end as usize || complete;
                             (lines_of(text, Some(&l)), !reached)
                         }
                         None => (text.to_string(), !complete),

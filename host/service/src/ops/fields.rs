@@ -189,8 +189,10 @@ pub fn opt_source(_: &mut SchemaGenerator) -> Schema {
 
 /// A file type filter (`crate::mime::FILE_TYPES`).
 pub fn opt_file_type(_: &mut SchemaGenerator) -> Schema {
-    let mut allowed: Vec<serde_json::Value> =
-        crate::mime::FILE_TYPES.iter().map(|t| serde_json::json!(t)).collect();
+    let mut allowed: Vec<serde_json::Value> = crate::mime::FILE_TYPES
+        .iter()
+        .map(|t| serde_json::json!(t))
+        .collect();
     allowed.push(serde_json::Value::Null);
     json_schema!({
         "enum": allowed,

@@ -208,7 +208,9 @@ impl Caller<'_> {
             Some(k) => Some(self.svc.claim_key(&self.access.replay_identity(), k)?),
             None => None,
         };
-        let staged = self.svc.stage_content(reader, path.name(), hint.as_deref())?;
+        let staged = self
+            .svc
+            .stage_content(reader, path.name(), hint.as_deref())?;
         let op = PutStaged {
             request: req,
             sha256: staged.sha256,

@@ -97,11 +97,7 @@ pub struct SearchQuery {
     pub source: Option<String>,
     /// Only files of this type: `image`, `doc` (text, PDF, office
     /// documents), `audio`, or `any` (every file; no memories).
-    #[serde(
-        rename = "type",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::ops::fields::opt_file_type")]
     pub file_type: Option<String>,
     /// 1 to 200 (default 10).
