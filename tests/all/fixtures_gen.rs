@@ -252,11 +252,14 @@ pub fn mp3(title: &str, artist: &str, album: &str, year: &str, frames: usize) ->
 fn the_fixtures_are_well_formed() {
     let pdf = pdf(&[&["a (b)"], &["c"]], "T", "A", "D:20120304100000+01'00'");
     let text = String::from_utf8_lossy(&pdf).to_string();
-    // Every xref offset points at its object.
-    let xref = text.find("xref\n").unwrap();
-    for (i, line) in text[xref..].lines().skip(3).take(8).enumerate() {
+    // Every xref offset points at its object. Offsets count bytes of the PDF
+    // itself: the lossy text has other offsets past the binary comment line.
+    let xref = pdf.windows(5).position(|w| w == b"xref\n").unwrap();
+    let table = std::str::from_utf8(&pdf[xref..]).unwrap();
+    for (i, line) in table.lines().skip(3).take(8).enumerate() {
         let off: usize = line[..10].parse().unwrap();
-        assert!(text[off..].starts_with(&format!("{} 0 obj", i + 1)), "{i}");
+        let obj = format!("{} 0 obj", i + 1);
+        assert!(pdf[off..].starts_with(obj.as_bytes()), "{i}");
     }
     assert!(text.contains("(a \\(b\\)) Tj"));
     let jpeg = jpeg("Canon", "EOS 5D", "2012:03:04 10:00:00", "+01:00");

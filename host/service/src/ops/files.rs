@@ -35,7 +35,7 @@ pub struct PutFileRequest {
     /// as a file name's extension would, and is ignored otherwise. The
     /// stored `mime` says what the host decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 3, max = 127))]
+    #[schemars(length(min = 3, max = 127), extend("pattern" = crate::mime::HINT_PATTERN))]
     pub mime: Option<String>,
     /// Tags to attach.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
