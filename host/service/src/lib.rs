@@ -33,6 +33,7 @@ pub mod requests;
 pub mod schemas;
 mod settings;
 pub mod tokens;
+pub mod timeline;
 pub mod types;
 pub mod web;
 
