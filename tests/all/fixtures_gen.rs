@@ -168,10 +168,11 @@ fn exif_tiff(make: &str, model: &str, taken: &str, offset: &str) -> Vec<u8> {
     let mut tiff = b"II*\0".to_vec();
     tiff.extend(8u32.to_le_bytes());
     tiff.extend(ifd0(exif_at));
-    tiff.extend(ifd(
-        vec![ascii(0x9003, taken), ascii(0x9011, offset)],
-        exif_at,
-    ));
+    let mut exif = vec![ascii(0x9003, taken)];
+    if !offset.is_empty() {
+        exif.push(ascii(0x9011, offset));
+    }
+    tiff.extend(ifd(exif, exif_at));
     tiff
 }
 
@@ -184,7 +185,7 @@ fn segment(marker: u8, body: &[u8]) -> Vec<u8> {
 
 /// An 8×8 grey baseline JPEG with EXIF: SOI, APP1 (Exif), DQT, SOF0, two
 /// one-symbol Huffman tables, SOS, one MCU of scan data, EOI. `taken` is
-/// EXIF's `YYYY:MM:DD HH:MM:SS`, `offset` its `+HH:MM`.
+/// EXIF's `YYYY:MM:DD HH:MM:SS`, `offset` its `+HH:MM` (empty: no zone).
 pub fn jpeg(make: &str, model: &str, taken: &str, offset: &str) -> Vec<u8> {
     let mut out = vec![0xFF, 0xD8];
     let mut app1 = b"Exif\0\0".to_vec();

@@ -30,5 +30,6 @@ mod related;
 mod rest;
 mod schemas;
 mod store_errors;
+mod timeline;
 mod web;
 mod webdriver;

@@ -33,6 +33,7 @@ pub mod related;
 pub mod requests;
 pub mod schemas;
 mod settings;
+pub mod timeline;
 pub mod tokens;
 pub mod types;
 pub mod web;

@@ -64,8 +64,7 @@ pub const MAX_MIME_HINT_CHARS: usize = 127;
 
 /// What [`parse_hint`] accepts, for the request schemas: `type/subtype`
 /// of RFC 6838 token characters, optionally followed by parameters.
-pub const HINT_PATTERN: &str =
-    r"^\s*[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+\s*(;[\s\S]*)?$";
+pub const HINT_PATTERN: &str = r"^\s*[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+\s*(;[\s\S]*)?$";
 
 /// A client's MIME type hint as the host reads it: `type/subtype`
 /// lower-cased, parameters (`; charset=...`) dropped; `None` when it is not
@@ -209,8 +208,18 @@ mod tests {
     fn hint_pattern_says_what_parse_hint_accepts() {
         let re = regex::Regex::new(super::HINT_PATTERN).unwrap();
         for h in [
-            "000", "text", "/plain", "text/", "text plain", "a/b c", "text/plain;x", " text/md ",
-            "image/svg+xml", "t/p ; charset=utf-8", "a/b/c", "é/x",
+            "000",
+            "text",
+            "/plain",
+            "text/",
+            "text plain",
+            "a/b c",
+            "text/plain;x",
+            " text/md ",
+            "image/svg+xml",
+            "t/p ; charset=utf-8",
+            "a/b/c",
+            "é/x",
         ] {
             assert_eq!(re.is_match(h), super::parse_hint(h).is_some(), "{h:?}");
         }

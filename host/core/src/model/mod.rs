@@ -5,6 +5,7 @@ mod event;
 mod file;
 mod memory;
 mod source;
+mod timeline;
 
 pub use event::Event;
 pub use file::{FileRecord, FolderRecord, IndexStatus};
@@ -13,3 +14,7 @@ pub use memory::{
     Relation, Tombstone,
 };
 pub use source::{MAX_SOURCE_METADATA_BYTES, MAX_SOURCE_TEXT_CHARS, SourceMetadata};
+pub use timeline::{
+    ContentTime, PlacedTime, PositionSource, TimeSource, TimelinePlace, file_place, file_time,
+    memory_time,
+};

@@ -482,6 +482,17 @@ fn file_record(f: &FileRecord) -> String {
         s.push_str(&format!("\nindex_error:   {e}"));
     }
     s.push_str(&source_lines(f));
+    let t = mem_core::model::file_place(f);
+    s.push_str(&format!(
+        "\ntimeline:      {} ({})",
+        t.time,
+        t.time_source.as_str()
+    ));
+    if let Some(u) = &t.uncertain_time {
+        s.push_str(&format!(
+            "\nuncertain:     {u} (a processor time without a zone; not used)"
+        ));
+    }
     s
 }
 

@@ -256,6 +256,24 @@ pub(super) fn human_pack(p: &ContextPack) -> String {
         "context for {:?} ({} of {} characters)",
         p.query, p.used_chars, p.max_chars
     )];
+    if let Some(t) = &p.timeline {
+        lines.push(format!(
+            "COUNT: {} {} ({} to {})",
+            t.count, t.counted, t.period.from, t.period.to
+        ));
+        for m in &t.months {
+            lines.push(format!("  {}  {}", m.month, m.count));
+        }
+        for s in &t.samples {
+            lines.push(format!(
+                "  - {}  {}  {} ({})",
+                s.citation,
+                s.title,
+                s.time,
+                s.time_source.as_str()
+            ));
+        }
+    }
     for (name, items) in [
         ("MUST", &p.must),
         ("SHOULD", &p.should),

@@ -53,6 +53,7 @@ fn the_tool_list_is_the_agent_surface_only() {
             "mem_resume",
             "mem_search",
             "mem_task_list",
+            "mem_timeline",
             "mem_trace",
             "mem_types",
         ]

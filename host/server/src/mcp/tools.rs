@@ -204,6 +204,19 @@ pub(crate) fn tools() -> Vec<ToolDef> {
         )
         .reads(),
         tool(
+            "mem_timeline",
+            entry::<mem_service::ops::timeline::Timeline>(),
+            "The files and memories of a period, by month: `period` is 2012, 2012-03, \
+             2012-03-04 or a range such as 2012-03..2012-08 (both ends included). Each month \
+             gives counts (files by type: images, documents, audio; memories) and its earliest \
+             items (`samples`, default 5) with their time and where it came from (`source` \
+             metadata, `exif`, `document`, `uploaded`; for memories `event` or `created`). \
+             Narrow with `path`, `source` (file|memory|all) and `type` (image|doc|audio: files \
+             only). Use it to answer \"how many ... in <period>\" with the count and cite the \
+             samples.",
+        )
+        .reads(),
+        tool(
             "mem_catalog",
             entry::<mem_service::navigation::catalog::Catalog>(),
             "Read the workspace's catalog first: what it holds under `path` (default /), grouped \

@@ -95,6 +95,11 @@ fn field_error(
     if node.get("x-mem-check").and_then(Value::as_str) == Some("path") {
         return mem_core::VPath::parse(value).err().map(with_field);
     }
+    if node.get("x-mem-check").and_then(Value::as_str) == Some("period") {
+        return crate::recall::period::parse_period(value)
+            .err()
+            .map(with_field);
+    }
     if keyword == "enum" && node.get("x-mem-enum").and_then(Value::as_str) == Some("types") {
         return config.types.registry.resolve(value).err().map(with_field);
     }

@@ -8,7 +8,8 @@
 
 mod conflict;
 pub mod context;
-mod period;
+pub mod count;
+pub(crate) mod period;
 mod read_gate;
 mod selection;
 mod sync;
