@@ -174,6 +174,7 @@ impl Service {
                         batch.blob_ref(f.sha256.clone(), -1);
                         batch.blob_ref(sha.clone(), 1);
                         batch.delete(Table::FileContent, f.id.clone());
+                        f.content_time = None;
                         f.index_status = IndexStatus::Pending;
                         f.index_error = None;
                         f.index_attempts = 0;
@@ -222,6 +223,7 @@ impl Service {
                         index_attempts: 0,
                         state_version: 1,
                         source: req.source.clone().map(Box::new),
+                        content_time: None,
                     };
                     batch.expect(Table::FilePaths, path.as_str(), None);
                     batch.put(Table::FilePaths, path.as_str(), f.id.as_bytes().to_vec());
@@ -417,6 +419,40 @@ impl Service {
                 if let Some(f) = load::<FileRecord>(self.store(), Table::Files, &id)? {
                     entries.push(Entry::File(f.value));
                 }
+            }
+        }
+        Ok(Listing {
+            path: path.clone(),
+            entries,
+        })
+    }
+
+    /// The files at `path` or anywhere below it that carry every one of
+    /// `tags` (a tag is not bound to a folder, so neither is this view).
+    /// Scans the folder's file paths: bounded by what the folder holds.
+    pub(crate) fn list_tagged(&self, path: &VPath, tags: &[String]) -> MemResult<Listing> {
+        let carries = |f: &FileRecord| tags.iter().all(|t| f.tags.contains(t));
+        if let Some(file) = self.file_at(path)? {
+            let entries = if carries(&file.value) {
+                vec![Entry::File(file.value)]
+            } else {
+                Vec::new()
+            };
+            return Ok(Listing {
+                path: path.clone(),
+                entries,
+            });
+        }
+        if !self.folder_exists(path)? {
+            return Err(MemError::not_found("folder", path.as_str()));
+        }
+        let mut entries = Vec::new();
+        for (_, id) in scan_all(self.store(), Table::FilePaths, &path.child_prefix())? {
+            let id = String::from_utf8_lossy(&id).to_string();
+            if let Some(f) = load::<FileRecord>(self.store(), Table::Files, &id)?
+                && carries(&f.value)
+            {
+                entries.push(Entry::File(f.value));
             }
         }
         Ok(Listing {

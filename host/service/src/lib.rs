@@ -17,6 +17,7 @@ pub mod config;
 pub mod consolidation;
 mod content;
 pub mod door;
+mod excerpts;
 mod files;
 pub mod gate;
 pub mod handoff;
@@ -33,6 +34,7 @@ pub mod related;
 pub mod requests;
 pub mod schemas;
 mod settings;
+pub mod timeline;
 pub mod tokens;
 pub mod types;
 pub mod web;
@@ -47,6 +49,8 @@ pub use gate::{
     ReviewItem, WriteRoute,
 };
 pub use memories::{ListMemories, MAX_LIST_LIMIT, MAX_LIST_SCAN, Page, RememberOutcome};
+/// File types (`type` filters) as families of MIME types.
+pub use mime::{FILE_TYPES, file_type_of, type_prefixes};
 pub use requests::{MemoryDraft, RememberRequest};
 
 use mem_core::plugin::PluginHost;
@@ -148,7 +152,7 @@ pub(crate) struct TestPut {
 #[cfg(test)]
 impl Service {
     pub(crate) fn put_test(&self, p: TestPut) -> mem_core::MemResult<PutFileResult> {
-        let content = self.stage_content(&mut &p.bytes[..], p.path.name())?;
+        let content = self.stage_content(&mut &p.bytes[..], p.path.name(), None)?;
         self.put_file(files::PutFile {
             path: p.path,
             content,

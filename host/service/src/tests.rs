@@ -15,6 +15,34 @@ pub(crate) fn service_with(config: WorkspaceConfig) -> (tempfile::TempDir, Servi
     (dir, Service::new(Arc::new(store), config))
 }
 
+/// A service whose processor reads every file as a two-page document
+/// (page 1 "the cover", page 2 "the port is 8443\nfor TLS"), with one such
+/// file put at `/spec.pdf` and processed: the fixture of page locators.
+pub(crate) fn paged_service(config: WorkspaceConfig) -> (tempfile::TempDir, Service, String) {
+    use mem_core::plugin::{Chunk, LineRange, ProcessedFile};
+    let page = |n: u32, text: &str| Chunk {
+        text: text.into(),
+        lines: LineRange { start: 1, end: 2 },
+        section: vec![format!("page {n}")],
+        kind: "page".into(),
+    };
+    let host = crate::fake_host::FakeHost {
+        processors: vec!["pdf".into()],
+        process: Box::new(move |_| {
+            Ok(ProcessedFile {
+                chunks: vec![page(1, "the cover"), page(2, "the port is 8443\nfor TLS")],
+                ..Default::default()
+            })
+        }),
+        ..Default::default()
+    };
+    let (dir, svc) = service_with(config);
+    let svc = svc.with_plugins(Arc::new(host));
+    let file = put(&svc, "/spec.pdf", b"%PDF-1.7\n\xff\xfe binary").file.id;
+    svc.process_now(&file).unwrap();
+    (dir, svc, file)
+}
+
 fn p(s: &str) -> VPath {
     VPath::parse(s).unwrap()
 }

@@ -2,7 +2,9 @@
 //! section), paragraphs within a section, code fences never split; title
 //! and tags from front matter, the first H1 and `#hashtags`; links as
 //! entities, and front matter `people`/`attendees` (person), `place`/
-//! `location` (place) and `date` (metadata) for the relation detectors.
+//! `location` (place) and `date` (metadata) for the relation detectors;
+//! front matter `description`/`summary` as the `description` metadata
+//! entry, which the host offers the owner as a pending annotation.
 
 use mem_plugin_sdk::text::numbered_lines;
 use mem_plugin_sdk::types::*;
@@ -44,6 +46,7 @@ struct FrontMatter {
     /// `(kind, value, line)`: people and places it names.
     entities: Vec<(&'static str, String, u32)>,
     date: Option<String>,
+    description: Option<String>,
     /// Lines it occupies (0 when absent).
     lines: usize,
 }
@@ -79,6 +82,7 @@ fn front_matter(lines: &[(u32, &str)]) -> FrontMatter {
         tags: Vec::new(),
         entities: Vec::new(),
         date: None,
+        description: None,
         lines: 0,
     };
     if lines.first().map(|(_, l)| l.trim()) != Some("---") {
@@ -117,6 +121,11 @@ fn front_matter(lines: &[(u32, &str)]) -> FrontMatter {
             fm.title = Some(unquote(v)).filter(|s| !s.is_empty());
         } else if let Some(v) = t.strip_prefix("date:") {
             fm.date = Some(unquote(v)).filter(|s| !s.is_empty());
+        } else if let Some(v) = t
+            .strip_prefix("description:")
+            .or_else(|| t.strip_prefix("summary:"))
+        {
+            fm.description = Some(unquote(v)).filter(|s| !s.is_empty());
         } else if let Some((kind, v)) = list_key(t) {
             let v = v.trim().trim_start_matches('[').trim_end_matches(']');
             if v.is_empty() {
@@ -179,6 +188,9 @@ pub(crate) fn process(text: &str, max_chars: usize) -> Processed {
         }));
     if let Some(date) = fm.date {
         p.metadata.push(("date".into(), date));
+    }
+    if let Some(d) = fm.description {
+        p.metadata.push(("description".into(), d));
     }
 
     let mut trail: Vec<(usize, String)> = Vec::new();
@@ -314,6 +326,11 @@ mod tests {
             p.metadata
                 .contains(&("date".to_string(), "2026-03-04".to_string()))
         );
+        let described = process("---\nsummary: 'Who met, and why'\n---\nText.\n", 1000);
+        assert!(described.metadata.contains(&(
+            "description".to_string(),
+            "Who met, and why".to_string()
+        )));
         // Without front matter nothing is guessed.
         assert!(process("people: Ada\n", 1000).entities.is_empty());
     }

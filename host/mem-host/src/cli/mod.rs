@@ -2,8 +2,10 @@
 //! service, render. Human-readable by default, `--format json` for
 //! machines (one JSON document, or one per line for bulk commands).
 
+mod annotation;
 mod bundle;
 mod documents;
+mod fetch;
 mod files;
 mod govern;
 mod lines;
@@ -16,6 +18,7 @@ mod recall;
 mod related;
 mod serve;
 mod tasks;
+mod timeline;
 
 use crate::client::Client;
 use crate::workspace;
@@ -62,6 +65,9 @@ pub enum Command {
     Ls(files::LsArgs),
     /// Show a file's metadata, chunks with their locators, entities and tags.
     Info(files::InfoArgs),
+    /// Accept or reject what a processor suggested about a file (`info` lists them).
+    #[command(subcommand)]
+    Annotation(annotation::AnnotationCommand),
     /// Move or rename a file or folder.
     Mv(files::MvArgs),
     /// Remove a file or folder.
@@ -112,6 +118,8 @@ pub enum Command {
     Budgets,
     /// Rebuild memory records from the event log.
     Rebuild(govern::RebuildArgs),
+    /// Files and memories of a period by month: `timeline 2012`, `timeline 2012-03..2012-08`.
+    Timeline(timeline::TimelineArgs),
     /// Hybrid (lexical + semantic) search over memories and file chunks.
     Search(recall::SearchArgs),
     /// A cited context pack within a hard character budget.
@@ -184,6 +192,7 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 Command::Cat(a) => files::cat(c, &out, a),
                 Command::Ls(a) => files::ls(c, &out, a),
                 Command::Info(a) => files::info(c, &out, a),
+                Command::Annotation(cmd) => annotation::annotation(c, &out, cmd),
                 Command::Mv(a) => files::mv(c, &out, a),
                 Command::Rm(a) => files::rm(c, &out, a),
                 Command::Mkdir(a) => files::mkdir(c, &out, a),
@@ -204,6 +213,7 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 Command::Check(a) => govern::check(c, &out, a),
                 Command::Budgets => govern::budgets(c, &out),
                 Command::Rebuild(a) => govern::rebuild(c, &out, a),
+                Command::Timeline(a) => timeline::timeline(c, &out, a),
                 Command::Search(a) => recall::search(c, &out, a),
                 Command::Context(a) => recall::context(c, &out, a),
                 Command::Reindex(a) => recall::reindex(c, &out, a),

@@ -7,7 +7,9 @@
 //! POST takes them as a JSON body.
 
 use mem_service::door::{OpEntry, entry};
-use mem_service::ops::{admin, bundles, files, govern, memories, plugins, recall, related, tasks};
+use mem_service::ops::{
+    admin, annotations, bundles, files, govern, memories, plugins, recall, related, tasks,
+};
 use mem_service::{check, recall as rc, tokens};
 
 /// How a route's request and answer travel.
@@ -119,6 +121,13 @@ pub(crate) fn routes() -> Vec<Route> {
             entry::<files::FileInfo>(),
         )
         .kind(Kind::Download),
+        route(
+            "put",
+            "/v1/files/{target}/annotations/{annotation_id}",
+            "decideAnnotation",
+            "Accept or reject a processor's suggestion (a description or a tag) about a file",
+            entry::<annotations::DecideAnnotation>(),
+        ),
         route(
             "delete",
             "/v1/files/{target}",
@@ -253,6 +262,13 @@ pub(crate) fn routes() -> Vec<Route> {
             "refreshRelated",
             "Recompute relations of new items, or of all (bounded, resumable)",
             entry::<related::RefreshRelated>(),
+        ),
+        route(
+            "get",
+            "/v1/timeline",
+            "timeline",
+            "Files and memories of a period by month: counts and samples",
+            entry::<mem_service::ops::timeline::Timeline>(),
         ),
         route(
             "get",

@@ -276,12 +276,16 @@ async fn file(
         .rsplit_once('/')
         .map(|(p, _)| if p.is_empty() { "/" } else { p })
         .unwrap_or("/");
+    if let Some(d) = f["description"].as_str() {
+        let _ = write!(facts, "<dt>Description</dt><dd>{}</dd>", esc(d));
+    }
     if let Some(tags) = f["tags"].as_array().filter(|t| !t.is_empty()) {
         let tags: Vec<String> = tags.iter().map(text).collect();
         let _ = write!(facts, "<dt>Tags</dt><dd>{}</dd>", esc(&tags.join(", ")));
     }
     let id = text(&f["id"]);
     let processed = processed(&id, &f["processed"]);
+    let suggestions = super::annotations::section(&s, f);
     // Relations are the `related` operation's; a file without any (or a
     // caller that may not see them) shows none rather than failing the page.
     let related = s
@@ -290,7 +294,7 @@ async fn file(
         .map(|r| relations(&r))
         .unwrap_or_default();
     let body = format!(
-        r#"<p>Processing: <strong id="index-status" data-status="{st}">{st}</strong> {retry}</p><p class="meta">Cite as {cite} · <a href="/drive?path={parent}">Back to the folder</a></p><dl>{facts}</dl>{processed}{related}{content}"#,
+        r#"<p>Processing: <strong id="index-status" data-status="{st}">{st}</strong> {retry}</p><p class="meta">Cite as {cite} · <a href="/drive?path={parent}">Back to the folder</a></p><dl>{facts}</dl>{suggestions}{processed}{related}{content}"#,
         st = esc(&status),
         cite = field(&r, "citation"),
         parent = esc(&qp(parent)),

@@ -6,6 +6,7 @@
 //! same-origin `Origin`, and every response a strict CSP.
 
 mod admin;
+mod annotations;
 mod audit;
 mod drive;
 mod html;
@@ -61,6 +62,7 @@ pub(crate) fn router() -> Router<AppState> {
         .merge(review::routes())
         .merge(audit::routes())
         .merge(drive::routes())
+        .merge(annotations::routes())
         .merge(status::routes())
         .merge(tasks::routes())
         .merge(admin::routes())
