@@ -29,4 +29,5 @@ mod rest;
 mod schemas;
 mod store_errors;
 mod web;
+mod web_admin;
 mod webdriver;

@@ -20,6 +20,7 @@ mod files;
 pub mod gate;
 pub mod handoff;
 pub mod lint;
+mod listing;
 mod memories;
 mod mime;
 pub mod navigation;
@@ -40,7 +41,8 @@ pub use audit::{Actor, AuditEntry, AuditQuery, AuditVerification};
 pub use budget::BudgetUsage;
 pub use config::WorkspaceConfig;
 pub use door::{Caller, Done, Operation};
-pub use files::{Entry, Listing, MkdirResult, MoveResult, PutFileResult, RemoveResult};
+pub use files::{MkdirResult, MoveResult, PutFileResult, RemoveResult};
+pub use listing::{Entry, Listing};
 pub use gate::{
     Evidence, EvidenceStance, Proposal, ProposalOutcome, ProposalRequest, ProposalStatus,
     ReviewItem, WriteRoute,

@@ -115,7 +115,7 @@ fn listing_shows_direct_children_including_empty_folders() {
     put(&svc, "/docs/sub/b.md", b"b");
     svc.mkdir(&p("/docs/empty"), false).unwrap();
     let names: Vec<String> = svc
-        .list_folder(&p("/docs"))
+        .list_folder(&p("/docs"), None, 1000)
         .unwrap()
         .entries
         .iter()
@@ -125,6 +125,43 @@ fn listing_shows_direct_children_including_empty_folders() {
         })
         .collect();
     assert_eq!(names, ["empty/", "sub/", "a.md"]);
+}
+
+#[test]
+fn a_long_folder_lists_in_pages_folders_first_skipping_subtrees() {
+    let (_d, svc) = service();
+    for i in 0..5 {
+        put(&svc, &format!("/big/f{i}.md"), format!("{i}").as_bytes());
+    }
+    for sub in ["a", "b", "c"] {
+        put(&svc, &format!("/big/{sub}/deep/x.md"), b"x");
+        svc.mkdir(&p(&format!("/big/{sub}/empty")), false).unwrap();
+    }
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = svc.list_folder(&p("/big"), cursor.as_deref(), 2).unwrap();
+        assert!(page.entries.len() <= 2);
+        pages += 1;
+        names.extend(page.entries.iter().map(|e| match e {
+            Entry::Folder { name, .. } => format!("{name}/"),
+            Entry::File(f) => f.name.clone(),
+        }));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(
+        names,
+        ["a/", "b/", "c/", "f0.md", "f1.md", "f2.md", "f3.md", "f4.md"]
+    );
+    assert_eq!(pages, 4);
+    let e = svc
+        .list_folder(&p("/big"), Some("bogus"), 2)
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::BadRequest);
 }
 
 #[test]

@@ -498,7 +498,24 @@ pub fn info(c: &Client, out: &Out, a: InfoArgs) -> MemResult<()> {
 }
 
 pub fn ls(c: &Client, out: &Out, a: LsArgs) -> MemResult<()> {
-    let listing = c.run(ListFolder { path: Some(a.path) })?.value;
+    // `ls` shows the whole folder: it follows the listing's pages.
+    let mut listing = c
+        .run(ListFolder {
+            path: Some(a.path.clone()),
+            ..ListFolder::default()
+        })?
+        .value;
+    while let Some(cursor) = listing.next_cursor.take() {
+        let page = c
+            .run(ListFolder {
+                path: Some(a.path.clone()),
+                cursor: Some(cursor),
+                ..ListFolder::default()
+            })?
+            .value;
+        listing.entries.extend(page.entries);
+        listing.next_cursor = page.next_cursor;
+    }
     out.emit(&listing, |l| {
         if l.entries.is_empty() {
             return format!("{} is empty", l.path);

@@ -7,13 +7,16 @@
 
 mod admin;
 mod audit;
+mod bundles;
 mod drive;
 mod html;
 mod memories;
+mod plugins;
 mod recall;
 mod review;
 mod status;
 mod tasks;
+mod upload;
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -63,7 +66,9 @@ pub(crate) fn router() -> Router<AppState> {
         .merge(drive::routes())
         .merge(status::routes())
         .merge(tasks::routes())
+        .merge(bundles::routes())
         .merge(admin::routes())
+        .merge(plugins::routes())
         .layer(middleware::from_fn(security_headers))
 }
 
