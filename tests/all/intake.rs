@@ -134,3 +134,336 @@ fn source_metadata_over_rest_and_mcp() {
         calls[1]
     );
 }
+
+/// What the loopback server answers for a request path.
+fn route(path: &str) -> Option<Vec<u8>> {
+    let reply = |status: &str, headers: &str, body: &[u8]| {
+        let mut r = format!(
+            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend(body);
+        r
+    };
+    let page = b"<!doctype html><html><body><h1>Tides</h1><p>Spring tides at the harbour.</p></body></html>";
+    Some(match path {
+        // The server claims a type; the host sniffs its own.
+        "/docs/tides.html" => reply("200 OK", "Content-Type: application/octet-stream\r\n", page),
+        "/photo" => reply(
+            "200 OK",
+            "Content-Type: text/plain\r\n",
+            &crate::fixtures_gen::jpeg("Canon", "EOS 5D", "2012:03:04 10:00:00", "+01:00"),
+        ),
+        "/r1" => reply("302 Found", "Location: /r2\r\n", b""),
+        "/r2" => reply(
+            "301 Moved Permanently",
+            "Location: /docs/tides.html\r\n",
+            b"",
+        ),
+        "/loop" => reply("302 Found", "Location: /loop\r\n", b""),
+        "/to-file" => reply("302 Found", "Location: file:///etc/passwd\r\n", b""),
+        "/big" => reply("200 OK", "", &[b'x'; 5000]),
+        // No length announced: the limit is found while the body streams.
+        "/big-stream" => {
+            let mut r = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_vec();
+            r.extend([b'y'; 5000]);
+            r
+        }
+        "/gone" => reply("404 Not Found", "", b"no such page"),
+        "/slow" => return None,
+        _ => reply("500 Internal Server Error", "", b"unexpected"),
+    })
+}
+
+/// A tiny HTTP/1.1 server on loopback, answering [`route`] one connection
+/// at a time; its address.
+fn serve_loopback() -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut stalled = Vec::new();
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                    break;
+                }
+            }
+            match route(&path) {
+                Some(bytes) => {
+                    let _ = conn.write_all(&bytes);
+                }
+                // Never answer (kept open until the client gives up).
+                None => stalled.push(conn),
+            }
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn put_url_fetches_sniffs_and_keeps_the_url_as_source() {
+    let ws = Ws::new();
+    let base = serve_loopback();
+
+    let url = format!("{base}/docs/tides.html");
+    let put = ws.run(&["put", "--url", &url, "--to", "/web"]).ok().json();
+    let file = &put["file"];
+    assert_eq!(file["path"], "/web/tides.html", "{put}");
+    assert_eq!(file["mime"], "text/html", "sniffed, not the server's type");
+    assert_eq!(file["index_status"], "done");
+    assert_eq!(file["source"]["source_kind"], "url");
+    assert_eq!(file["source"]["source_name"], url.as_str());
+    let hits = ws.run(&["search", "spring tides"]).ok().json();
+    assert_eq!(hits["hits"][0]["path"], "/web/tides.html", "{hits}");
+
+    // A redirect chain is followed; DEST names the stored file; the
+    // source flags outrank the defaults.
+    let put = ws
+        .run(&[
+            "put",
+            "--url",
+            &format!("{base}/r1"),
+            "/web/moved.html",
+            "--source-name",
+            "harbour site",
+        ])
+        .ok()
+        .json();
+    assert_eq!(put["file"]["path"], "/web/moved.html", "{put}");
+    assert_eq!(put["file"]["source"]["source_name"], "harbour site");
+    assert_eq!(put["file"]["sha256"], file["sha256"], "the same page");
+
+    let put = ws
+        .run(&[
+            "put",
+            "--url",
+            &format!("{base}/photo"),
+            "--name",
+            "beach.jpg",
+        ])
+        .ok()
+        .json();
+    assert_eq!(put["file"]["mime"], "image/jpeg", "{put}");
+
+    // Credentials in the URL are not kept.
+    let with_user = url.replacen("http://", "http://ann:secret@", 1);
+    let put = ws
+        .run(&["put", "--url", &with_user, "/web/again.html"])
+        .ok()
+        .json();
+    assert_eq!(put["file"]["source"]["source_name"], url.as_str(), "{put}");
+}
+
+#[test]
+fn put_url_failures_are_structured_and_store_nothing() {
+    let ws = Ws::new();
+    let base = serve_loopback();
+    let toml = ws.home().join("mem.toml");
+    let cfg = std::fs::read_to_string(&toml).unwrap();
+    let limited = regex_free_replace(&cfg, "max_file_bytes = ", "1000");
+    std::fs::write(&toml, limited).unwrap();
+
+    let e = ws
+        .run(&["put", "--url", &format!("{base}/gone"), "/web/gone.html"])
+        .fails("fetch_failed", 1);
+    assert_eq!(e["details"]["reason"], "status", "{e}");
+    assert_eq!(e["details"]["status"], 404);
+
+    let e = ws
+        .run(&["put", "--url", &format!("{base}/loop"), "/web/loop.html"])
+        .fails("fetch_failed", 1);
+    assert_eq!(e["details"]["reason"], "too_many_redirects", "{e}");
+
+    let e = ws
+        .run(&["put", "--url", &format!("{base}/to-file"), "/web/f.html"])
+        .fails("fetch_failed", 1);
+    assert_eq!(e["details"]["reason"], "bad_redirect", "{e}");
+
+    for big in ["/big", "/big-stream"] {
+        let e = ws
+            .run(&["put", "--url", &format!("{base}{big}"), "/web/big.txt"])
+            .fails("payload_too_large", 1);
+        assert_eq!(e["details"]["limit"], 1000, "{big}: {e}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("1000 bytes"),
+            "{e}"
+        );
+    }
+
+    for bad in [
+        "ftp://example.org/x.txt",
+        "file:///etc/passwd",
+        "example.org/x",
+    ] {
+        let e = ws
+            .run(&["put", "--url", bad, "/web/x.txt"])
+            .fails("bad_request", 1);
+        assert_eq!(e["details"]["field"], "url", "{bad}: {e}");
+    }
+
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let e = ws
+        .run(&["put", "--url", &format!("http://{closed}/x"), "/web/x.txt"])
+        .fails("fetch_failed", 1);
+    assert_eq!(e["details"]["reason"], "unreachable", "{e}");
+
+    let started = std::time::Instant::now();
+    let e = ws
+        .run(&[
+            "put",
+            "--url",
+            &format!("{base}/slow"),
+            "/web/slow.txt",
+            "--timeout",
+            "1",
+        ])
+        .fails("fetch_failed", 1);
+    assert_eq!(e["details"]["reason"], "timeout", "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+
+    let listing = ws.run(&["ls", "/"]).ok().json();
+    assert_eq!(listing["entries"], serde_json::json!([]), "nothing stored");
+}
+
+/// `text` with the number after `key` replaced by `value`.
+fn regex_free_replace(text: &str, key: &str, value: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if l.starts_with(key) {
+                format!("{key}{value}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn mcp_put_takes_binary_content_and_a_mime_hint() {
+    use base64::Engine;
+    let ws = Ws::new();
+    let srv = Server::start(&ws, &[]);
+    let secret = token(&ws, "intake", "read,write,search", &[]);
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let photo = crate::fixtures_gen::jpeg("Canon", "EOS 5D", "2012:03:04 10:00:00", "+01:00");
+    let calls = mcp_calls(
+        &ws,
+        &srv,
+        &secret,
+        json!([
+            // The hint cannot make a JPEG text: the bytes decide.
+            ["mem_put", { "path": "/photos/beach", "content_base64": b64(&photo),
+                          "mime": "text/plain" }],
+            // For text it picks the type, as an extension would.
+            ["mem_put", { "path": "/notes/plan", "content_base64": b64(b"# Plan\n\nsail at dawn\n"),
+                          "mime": "text/markdown; charset=utf-8" }],
+            ["mem_put", { "path": "/bad/x", "content_base64": "not base64!" }],
+            ["mem_put", { "path": "/bad/y", "content": "x", "mime": "nonsense" }],
+            ["mem_put", { "path": "/bad/z", "content": "x", "content_base64": "eA==" }],
+            ["mem_search", { "query": "Canon", "type": "image" }],
+            ["mem_search", { "query": "Canon", "type": "video" }],
+        ]),
+    );
+    assert_eq!(calls[0]["is_error"], false, "{}", calls[0]);
+    assert_eq!(calls[0]["result"]["file"]["mime"], "image/jpeg");
+    assert_eq!(calls[0]["result"]["file"]["index_status"], "done");
+    assert_eq!(
+        calls[1]["result"]["file"]["mime"], "text/markdown",
+        "{}",
+        calls[1]
+    );
+    for (i, field) in [(2, "/content_base64"), (3, "mime")] {
+        assert_eq!(calls[i]["is_error"], true, "{}", calls[i]);
+        assert_eq!(calls[i]["result"]["code"], "bad_request", "{}", calls[i]);
+        assert_eq!(
+            calls[i]["result"]["details"]["field"], field,
+            "{}",
+            calls[i]
+        );
+    }
+    assert_eq!(calls[4]["is_error"], true, "both contents: {}", calls[4]);
+    assert_eq!(
+        calls[5]["result"]["hits"][0]["path"], "/photos/beach",
+        "{}",
+        calls[5]
+    );
+    assert_eq!(calls[6]["is_error"], true, "{}", calls[6]);
+    let ls = ws.run(&["ls", "/bad"]);
+    assert_ne!(ls.code, 0, "nothing of the refused puts was stored");
+}
+
+#[test]
+fn ls_by_tag_on_cli_rest_and_mcp() {
+    let ws = Ws::new();
+    let note = ws.write("n.txt", b"tide tables");
+    for (to, tags) in [
+        ("/a", &["boat", "2012"][..]),
+        ("/a/deep/er", &["boat", "2012"][..]),
+        ("/a", &["boat"][..]),
+        ("/b", &["2012"][..]),
+    ] {
+        let mut args = vec!["put", p(&note), "--to", to, "--name"];
+        let name = format!("{}-{}.txt", to.replace('/', "_"), tags.join("_"));
+        args.push(&name);
+        for t in tags {
+            args.extend(["--tag", t]);
+        }
+        ws.run(&args).ok();
+    }
+    let paths = |listing: &Value| -> Vec<String> {
+        let mut v: Vec<String> = listing["entries"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e["path"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let both = ["/a/_a-boat_2012.txt", "/a/deep/er/_a_deep_er-boat_2012.txt"];
+    let l = ws
+        .run(&["ls", "/", "--tag", "boat", "--tag", "2012"])
+        .ok()
+        .json();
+    assert_eq!(paths(&l), both, "{l}");
+    let l = ws.run(&["ls", "/b", "--tag", "boat"]).ok().json();
+    assert_eq!(paths(&l), Vec::<String>::new());
+    let human = ws.run_human(&["ls", "/a", "--tag", "2012"]).ok().text();
+    assert!(human.contains("/a/deep/er/"), "{human}");
+    ws.run(&["ls", "/", "--tag", "has space"])
+        .fails("bad_request", 1);
+
+    let srv = Server::start(&ws, &[]);
+    let secret = token(&ws, "lister", "read", &[]);
+    let resp = http()
+        .get(srv.url("/v1/files?path=/&tags=boat&tags=2012"))
+        .header("authorization", &format!("Bearer {secret}"))
+        .call()
+        .unwrap();
+    let body: Value = serde_json::from_str(&resp.into_body().read_to_string().unwrap()).unwrap();
+    assert_eq!(paths(&body), both, "{body}");
+    let calls = mcp_calls(
+        &ws,
+        &srv,
+        &secret,
+        json!([["mem_list", { "path": "/a", "tags": ["boat", "2012"] }]]),
+    );
+    assert_eq!(paths(&calls[0]["result"]), both, "{}", calls[0]);
+}

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const TOOLS: [&str; 25] = [
+const TOOLS: [&str; 26] = [
     "mem_archive",
     "mem_catalog",
     "mem_check",
@@ -37,6 +37,7 @@ const TOOLS: [&str; 25] = [
     "mem_resume",
     "mem_search",
     "mem_task_list",
+    "mem_timeline",
     "mem_trace",
     "mem_types",
 ];

@@ -594,7 +594,8 @@ fn a_person_walks_the_page_in_a_real_browser() {
     // A bundle checked, with what its verified manifest holds; an import
     // into this (not empty) workspace is refused and shown as its error.
     let bundle = ws.path("ws.mem-bundle");
-    ws.run(&["export", "--out", crate::support::p(&bundle)]).ok();
+    ws.run(&["export", "--out", crate::support::p(&bundle)])
+        .ok();
     b.goto(&srv.url("/tasks"));
     b.type_into("#bundle-in input[type=file]", crate::support::p(&bundle));
     b.submit("#bundle-in button[value=verify]");
@@ -613,7 +614,11 @@ fn a_person_walks_the_page_in_a_real_browser() {
     // manifest, granted what it asks for, then removed.
     let fixture = mem_bundled::fixture("wants-kv").expect("fixture built");
     b.goto(&srv.url("/plugins"));
-    assert!(b.text("#plugin-text").contains("processor"), "{}", b.source());
+    assert!(
+        b.text("#plugin-text").contains("processor"),
+        "{}",
+        b.source()
+    );
     shot("11-plugins");
     b.type_into(
         "#install input[name=wasm]",
@@ -665,7 +670,10 @@ fn a_person_walks_the_page_in_a_real_browser() {
     b.goto(&srv.url("/tasks"));
     assert!(b.all("#bundle").is_empty(), "no export: {}", b.source());
     assert!(b.all("button[value=import]").is_empty(), "no import");
-    assert!(!b.all("button[value=verify]").is_empty(), "a reader may check");
+    assert!(
+        !b.all("button[value=verify]").is_empty(),
+        "a reader may check"
+    );
     b.goto(&srv.url("/status"));
     assert!(b.all("form[action='/status/reindex']").is_empty());
     b.goto(&srv.url("/drive"));

@@ -94,7 +94,10 @@ fn a_long_folder_pages_on_the_drive_with_cursors() {
         };
         let rest = &page[at + r#"rel="next" href=""#.len()..];
         next = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
-        assert!(next.contains("cursor=") && next.contains("limit=2"), "{next}");
+        assert!(
+            next.contains("cursor=") && next.contains("limit=2"),
+            "{next}"
+        );
     }
     assert_eq!(names, ["a/", "b/", "c/", "x.md", "y.md"]);
     assert_eq!(pages, 3);
@@ -113,7 +116,8 @@ fn a_long_folder_pages_on_the_drive_with_cursors() {
         .call()
         .unwrap();
     assert_eq!(r.status(), 200);
-    let v: serde_json::Value = serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
     crate::schemas::assert_valid("folder-listing", &v);
     assert_eq!(v["entries"].as_array().unwrap().len(), 4);
     assert_eq!(v["next_cursor"], "f:x.md", "{v}");
@@ -141,9 +145,23 @@ fn the_owner_checks_and_imports_a_bundle_and_forged_imports_change_nothing() {
 
     // Forged: a foreign origin, no CSRF token, a wrong one.
     let import = [("csrf", csrf.as_str()), ("action", "import")];
-    let evil = post_multipart(&srv, &cookie, Some("http://evil.example"), "/tasks/bundle", &import, &file);
+    let evil = post_multipart(
+        &srv,
+        &cookie,
+        Some("http://evil.example"),
+        "/tasks/bundle",
+        &import,
+        &file,
+    );
     assert!(evil.0 == 403 || evil.0 == 0, "{}", evil.1);
-    let bare = post_multipart(&srv, &cookie, own, "/tasks/bundle", &[("action", "import")], &file);
+    let bare = post_multipart(
+        &srv,
+        &cookie,
+        own,
+        "/tasks/bundle",
+        &[("action", "import")],
+        &file,
+    );
     assert!(bare.0 == 403 || bare.0 == 0, "{}", bare.1);
     let wrong = [("csrf", "0000"), ("action", "import")];
     let wrong = post_multipart(&srv, &cookie, own, "/tasks/bundle", &wrong, &file);
@@ -168,7 +186,10 @@ fn the_owner_checks_and_imports_a_bundle_and_forged_imports_change_nothing() {
     let (_, vtasks) = get_page(&srv, &viewer, "/tasks");
     assert!(vtasks.contains(r#"id="bundle-in""#), "{vtasks}");
     assert!(!vtasks.contains(r#"value="import""#), "{vtasks}");
-    assert!(!vtasks.contains(r#"action="/tasks/bundle" class"#), "no export form");
+    assert!(
+        !vtasks.contains(r#"action="/tasks/bundle" class"#),
+        "no export form"
+    );
     let vcsrf = csrf_of(&vtasks);
     let vimport = [("csrf", vcsrf.as_str()), ("action", "import")];
     let (code, page) = post_multipart(&srv, &viewer, own, "/tasks/bundle", &vimport, &file);
@@ -207,7 +228,14 @@ fn plugins_are_installed_granted_and_removed_from_the_page() {
     ];
     let installed = || ws.run(&["plugin", "inspect", "wants-kv"]).code == 0;
 
-    let evil = post_multipart(&srv, &cookie, Some("http://evil.example"), "/plugins/install", &[("csrf", &csrf)], &files);
+    let evil = post_multipart(
+        &srv,
+        &cookie,
+        Some("http://evil.example"),
+        "/plugins/install",
+        &[("csrf", &csrf)],
+        &files,
+    );
     assert!(evil.0 == 403 || evil.0 == 0, "{}", evil.1);
     let bare = post_multipart(&srv, &cookie, own, "/plugins/install", &[], &files);
     assert!(bare.0 == 403 || bare.0 == 0, "{}", bare.1);
@@ -221,26 +249,63 @@ fn plugins_are_installed_granted_and_removed_from_the_page() {
         ("wasm", "plugin.wasm", &tampered[..]),
         ("manifest", "manifest.json", &manifest[..]),
     ];
-    let (code, page) = post_multipart(&srv, &cookie, own, "/plugins/install", &[("csrf", &csrf)], &bad);
+    let (code, page) = post_multipart(
+        &srv,
+        &cookie,
+        own,
+        "/plugins/install",
+        &[("csrf", &csrf)],
+        &bad,
+    );
     assert!((400..500).contains(&code), "{code} {page}");
     assert!(page.contains(r#"class="error""#), "{page}");
     assert!(!installed());
 
-    let (code, page) = post_multipart(&srv, &cookie, own, "/plugins/install", &[("csrf", &csrf)], &files);
+    let (code, page) = post_multipart(
+        &srv,
+        &cookie,
+        own,
+        "/plugins/install",
+        &[("csrf", &csrf)],
+        &files,
+    );
     assert_eq!(code, 200, "{page}");
     assert!(page.contains("Installed plugin wants-kv"), "{page}");
     assert!(page.contains("Grant kv"), "{page}");
     assert!(installed());
 
-    let grant = [("csrf", csrf.as_str()), ("name", "wants-kv"), ("capability", "kv")];
+    let grant = [
+        ("csrf", csrf.as_str()),
+        ("name", "wants-kv"),
+        ("capability", "kv"),
+    ];
     assert_eq!(post_form(&srv, &cookie, own, "/plugins/grant", &grant), 303);
     let info = ws.run(&["plugin", "inspect", "wants-kv"]).ok().json();
-    assert!(info["granted"].as_array().unwrap().iter().any(|c| c == "kv"), "{info}");
+    assert!(
+        info["granted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "kv"),
+        "{info}"
+    );
 
     let remove = [("csrf", csrf.as_str()), ("name", "wants-kv")];
-    assert_eq!(post_form(&srv, &cookie, Some("http://evil.example"), "/plugins/remove", &remove), 403);
+    assert_eq!(
+        post_form(
+            &srv,
+            &cookie,
+            Some("http://evil.example"),
+            "/plugins/remove",
+            &remove
+        ),
+        403
+    );
     assert!(installed(), "a forged remove removes nothing");
-    assert_eq!(post_form(&srv, &cookie, own, "/plugins/remove", &remove), 200);
+    assert_eq!(
+        post_form(&srv, &cookie, own, "/plugins/remove", &remove),
+        200
+    );
     assert!(!installed());
     // A plugin the configuration still names is refused without force.
     let text = [("csrf", csrf.as_str()), ("name", "role")];
@@ -263,7 +328,8 @@ fn the_status_page_shows_the_queue_the_index_and_budget_usage() {
     crate::governance::set_config(&ws, "[budgets]\nkinds = { note = 2000 }\n");
     let local = ws.write("plan.md", b"# Plan\n\nShip it.\n");
     ws.run(&["put", p(&local), "--to", "/docs"]).ok();
-    ws.run(&["remember", "Ship the plan on Friday", "--kind", "note"]).ok();
+    ws.run(&["remember", "Ship the plan on Friday", "--kind", "note"])
+        .ok();
     token(&ws, "viewer", "read,search", &[]);
     let srv = Server::start(&ws, &[]);
     let (cookie, _) = sign_in(&link(&ws, &srv, &[]));
@@ -287,11 +353,26 @@ fn the_status_page_shows_the_queue_the_index_and_budget_usage() {
     assert!(vpage.contains(r#"id="queue""#));
     let vcsrf = csrf_of(&vpage);
     let retry = [("csrf", vcsrf.as_str()), ("mode", "failed")];
-    assert_eq!(post_form(&srv, &viewer, Some(&srv.base), "/status/reindex", &retry), 403);
+    assert_eq!(
+        post_form(&srv, &viewer, Some(&srv.base), "/status/reindex", &retry),
+        403
+    );
     let csrf = csrf_of(&page);
     let retry = [("csrf", csrf.as_str()), ("mode", "pending")];
-    assert_eq!(post_form(&srv, &cookie, Some("http://evil.example"), "/status/reindex", &retry), 403);
-    assert_eq!(post_form(&srv, &cookie, Some(&srv.base), "/status/reindex", &retry), 200);
+    assert_eq!(
+        post_form(
+            &srv,
+            &cookie,
+            Some("http://evil.example"),
+            "/status/reindex",
+            &retry
+        ),
+        403
+    );
+    assert_eq!(
+        post_form(&srv, &cookie, Some(&srv.base), "/status/reindex", &retry),
+        200
+    );
 }
 
 #[test]

@@ -84,6 +84,11 @@ pub enum ErrorCode {
     CapabilityDenied,
     #[serde(rename = "provider_unavailable")]
     ProviderUnavailable,
+    /// Content to be fetched from a URL (`put --url`) could not be: the
+    /// host was unreachable, answered with a non-2xx status, redirected
+    /// too often, or timed out (`details.reason` says which).
+    #[serde(rename = "fetch_failed")]
+    FetchFailed,
     #[serde(rename = "context_unavailable")]
     ContextUnavailable,
     #[serde(rename = "config_invalid")]
@@ -151,6 +156,7 @@ impl ErrorCode {
         Self::PluginInvalid,
         Self::CapabilityDenied,
         Self::ProviderUnavailable,
+        Self::FetchFailed,
         Self::ContextUnavailable,
         Self::ConfigInvalid,
         Self::WorkspaceNotFound,
@@ -247,6 +253,9 @@ impl ErrorCode {
             Self::ProviderUnavailable => {
                 "install the embedding model with `mem-host model install`, or retry later"
             }
+            Self::FetchFailed => {
+                "check the URL in a browser or with curl; retry later, or download it and put the local file"
+            }
             Self::ContextUnavailable => {
                 "retry; if it persists, see `mem-host status` for the failing lanes"
             }
@@ -333,7 +342,7 @@ impl ErrorCode {
             Self::BudgetExceeded => 422,
             Self::QuotaExceeded => 429,
             Self::ProviderUnavailable | Self::StoreLocked => 503,
-            Self::ContextUnavailable => 502,
+            Self::ContextUnavailable | Self::FetchFailed => 502,
             Self::PluginFailed
             | Self::StoreCorrupt
             | Self::StoreUnsupportedVersion
@@ -374,6 +383,7 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     (ErrorCode::PluginInvalid, "plugin_invalid"),
     (ErrorCode::CapabilityDenied, "capability_denied"),
     (ErrorCode::ProviderUnavailable, "provider_unavailable"),
+    (ErrorCode::FetchFailed, "fetch_failed"),
     (ErrorCode::ContextUnavailable, "context_unavailable"),
     (ErrorCode::ConfigInvalid, "config_invalid"),
     (ErrorCode::WorkspaceNotFound, "workspace_not_found"),

@@ -64,6 +64,10 @@ pub struct SearchFilters {
     pub source: Option<SourceKind>,
     /// Any of these kinds (empty: all).
     pub kinds: Vec<String>,
+    /// And a kind starting with one of these (empty: any): a family of
+    /// MIME types, e.g. `image/` (see the service's `type` filter).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kind_prefixes: Vec<String>,
     /// The document's path equals or lies below this folder.
     pub path: Option<String>,
     /// And below at least one of these folders (empty: anywhere). A caller's

@@ -10,6 +10,7 @@ pub mod error;
 pub mod hash;
 pub mod id;
 pub mod index;
+pub mod locator;
 pub mod model;
 pub mod path;
 pub mod plugin;

@@ -65,6 +65,10 @@ impl DocMeta {
         lifecycle_ok
             && f.source.is_none_or(|s| s == self.source)
             && (f.kinds.is_empty() || f.kinds.iter().any(|k| k == &self.kind))
+            && (f.kind_prefixes.is_empty()
+                || f.kind_prefixes
+                    .iter()
+                    .any(|p| self.kind.starts_with(p.as_str())))
             && f.path.as_deref().is_none_or(|p| within(&self.path, p))
             && (f.within.is_empty() || f.within.iter().any(|p| within(&self.path, p)))
             && f.tags.iter().all(|t| self.tags.contains(t))

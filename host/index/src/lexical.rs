@@ -359,6 +359,26 @@ impl Lexical {
         if !filters.kinds.is_empty() {
             c.push((Occur::Must, any(f.kind, &filters.kinds)));
         }
+        if !filters.kind_prefixes.is_empty() {
+            // A prefix is the range [prefix, prefix with its last
+            // character raised by one) of the raw `kind` terms.
+            let ranges = filters
+                .kind_prefixes
+                .iter()
+                .filter_map(|p| {
+                    let mut chars: Vec<char> = p.chars().collect();
+                    let last = chars.pop()?;
+                    chars.push(char::from_u32(last as u32 + 1)?);
+                    let end: String = chars.into_iter().collect();
+                    let q: Box<dyn Query> = Box::new(tantivy::query::RangeQuery::new(
+                        Bound::Included(Term::from_field_text(f.kind, p)),
+                        Bound::Excluded(Term::from_field_text(f.kind, &end)),
+                    ));
+                    Some((Occur::Should, q))
+                })
+                .collect();
+            c.push((Occur::Must, Box::new(BooleanQuery::new(ranges))));
+        }
         if let Some(p) = &filters.path {
             c.push((Occur::Must, term(f.path_anc, p)));
         }

@@ -286,6 +286,52 @@ fn filters_apply_in_both_lanes() {
 }
 
 #[test]
+fn kind_prefixes_select_a_family_of_mime_types_in_both_lanes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    let file = |id: &str, mime: &str| {
+        let mut d = doc(id, "harbour lights at dusk", "/f");
+        d.source = SourceKind::File;
+        d.kind = mime.into();
+        d
+    };
+    ix.upsert(vec![
+        file("jpg", "image/jpeg"),
+        file("png", "image/png"),
+        file("pdf", "application/pdf"),
+        file("md", "text/markdown"),
+        // Sorts right after `image/`'s range: must stay out.
+        file("odd", "image0/x"),
+    ])
+    .unwrap();
+    ix.commit(1).unwrap();
+    for semantic in [false, true] {
+        let q = |prefixes: &[&str]| {
+            let mut r = req(
+                "harbour lights",
+                SearchFilters {
+                    kind_prefixes: prefixes.iter().map(|p| p.to_string()).collect(),
+                    ..Default::default()
+                },
+            );
+            r.semantic = semantic;
+            let mut v: Vec<String> = ix
+                .search(&r)
+                .unwrap()
+                .hits
+                .into_iter()
+                .map(|h| h.doc_id)
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(q(&["image/"]), ["jpg", "png"], "semantic {semantic}");
+        assert_eq!(q(&["text/", "application/pdf"]), ["md", "pdf"]);
+        assert_eq!(q(&[]).len(), 5);
+    }
+}
+
+#[test]
 fn without_a_model_the_semantic_lane_is_unavailable_not_an_error() {
     let tmp = tempfile::tempdir().unwrap();
     let ix = NativeIndex::open(

@@ -86,6 +86,15 @@ impl Client {
         }
     }
 
+    /// The workspace's file size limit, when this process knows it (a
+    /// server holding the workspace enforces its own as the bytes arrive).
+    pub fn max_file_bytes(&self) -> Option<u64> {
+        match self {
+            Client::Local(ws) => Some(ws.service.config().limits.max_file_bytes),
+            Client::Remote(_) => None,
+        }
+    }
+
     /// Writes a file's bytes to `out`; returns its record.
     pub fn copy_file(&self, target: &str, out: &mut dyn Write) -> MemResult<FileRecord> {
         match self {

@@ -96,10 +96,11 @@ fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &Workspac
     match route.kind {
         Kind::Upload => {
             if let Some(Value::Array(ps)) = op.get_mut("parameters") {
+                let max = mem_core::model::MAX_SOURCE_METADATA_BYTES;
                 ps.push(json!({
                     "name": "X-Mem-Source-Metadata", "in": "header", "required": false,
-                    "description": "Where and when the content comes from: a JSON object as text with any of captured_at (RFC 3339 with a zone), lat, lon, location_accuracy, place, source_kind, source_name; refused whole (422 bad_source_metadata) when a field is unknown, repeated, null or out of range.",
-                    "schema": { "type": "string", "maxLength": 4096 }
+                    "description": format!("Where and when the content comes from: a JSON object as text with any of captured_at (RFC 3339 with a zone), lat, lon, location_accuracy, place, source_kind, source_name; refused whole (422 bad_source_metadata) when a field is unknown, repeated, null or out of range, or when it is longer than {max} bytes (maxLength counts characters, which bounds ASCII text exactly)."),
+                    "schema": { "type": "string", "maxLength": max }
                 }));
             }
             // No body is an empty file (HTTP cannot tell them apart).

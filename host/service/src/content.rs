@@ -46,7 +46,14 @@ impl Read for Intake<'_> {
 impl Service {
     /// Streams `reader` into the blob store under the workspace's file size
     /// limit; `name` refines the sniffed type of text.
-    pub(crate) fn stage_content(&self, reader: &mut dyn Read, name: &str) -> MemResult<Staged> {
+    /// `hint` is a client's MIME type hint (parsed by `mime::parse_hint`;
+    /// it only chooses among text types).
+    pub(crate) fn stage_content(
+        &self,
+        reader: &mut dyn Read,
+        name: &str,
+        hint: Option<&str>,
+    ) -> MemResult<Staged> {
         let limit = self.config().limits.max_file_bytes;
         let mut intake = Intake {
             inner: reader,
@@ -67,7 +74,7 @@ impl Service {
         let written = written?;
         let complete = written.size as usize <= mime::SNIFF_BYTES;
         Ok(Staged {
-            mime: mime::sniff_head(&intake.head, complete, name),
+            mime: mime::sniff_head(&intake.head, complete, name, hint),
             sha256: written.sha256,
             size: written.size,
             deduplicated: written.existed,
@@ -83,7 +90,7 @@ mod tests {
     fn content_is_hashed_sniffed_and_limited_while_it_streams() {
         let (_d, s) = crate::tests::service();
         let staged = s
-            .stage_content(&mut &b"# Title\n\nbody\n"[..], "a.md")
+            .stage_content(&mut &b"# Title\n\nbody\n"[..], "a.md", None)
             .unwrap();
         assert_eq!(staged.mime, "text/markdown");
         assert_eq!(staged.size, 14);
@@ -93,7 +100,7 @@ mod tests {
         );
         assert!(!staged.deduplicated);
         let again = s
-            .stage_content(&mut &b"# Title\n\nbody\n"[..], "b.md")
+            .stage_content(&mut &b"# Title\n\nbody\n"[..], "b.md", None)
             .unwrap();
         assert!(again.deduplicated);
 
@@ -101,7 +108,7 @@ mod tests {
         cfg.limits.max_file_bytes = 8;
         let (_d2, small) = crate::tests::service_with(cfg);
         let e = small
-            .stage_content(&mut &b"0123456789"[..], "x.txt")
+            .stage_content(&mut &b"0123456789"[..], "x.txt", None)
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::PayloadTooLarge);
         assert!(

@@ -152,6 +152,7 @@ impl Service {
                         batch.blob_ref(f.sha256.clone(), -1);
                         batch.blob_ref(sha.clone(), 1);
                         batch.delete(Table::FileContent, f.id.clone());
+                        f.content_time = None;
                         f.index_status = IndexStatus::Pending;
                         f.index_error = None;
                         f.index_attempts = 0;
@@ -199,6 +200,7 @@ impl Service {
                         index_attempts: 0,
                         state_version: 1,
                         source: req.source.clone().map(Box::new),
+                        content_time: None,
                     };
                     batch.expect(Table::FilePaths, path.as_str(), None);
                     batch.put(Table::FilePaths, path.as_str(), f.id.as_bytes().to_vec());

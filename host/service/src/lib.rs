@@ -16,6 +16,7 @@ pub mod config;
 pub mod consolidation;
 mod content;
 pub mod door;
+mod excerpts;
 mod files;
 pub mod gate;
 pub mod handoff;
@@ -33,6 +34,7 @@ pub mod related;
 pub mod requests;
 pub mod schemas;
 mod settings;
+pub mod timeline;
 pub mod tokens;
 pub mod types;
 pub mod web;
@@ -42,12 +44,14 @@ pub use budget::BudgetUsage;
 pub use config::WorkspaceConfig;
 pub use door::{Caller, Done, Operation};
 pub use files::{MkdirResult, MoveResult, PutFileResult, RemoveResult};
-pub use listing::{Entry, Listing};
 pub use gate::{
     Evidence, EvidenceStance, Proposal, ProposalOutcome, ProposalRequest, ProposalStatus,
     ReviewItem, WriteRoute,
 };
+pub use listing::{Entry, Listing};
 pub use memories::{ListMemories, MAX_LIST_LIMIT, MAX_LIST_SCAN, Page, RememberOutcome};
+/// File types (`type` filters) as families of MIME types.
+pub use mime::{FILE_TYPES, file_type_of, type_prefixes};
 pub use requests::{MemoryDraft, RememberRequest};
 
 use mem_core::plugin::PluginHost;
@@ -149,7 +153,7 @@ pub(crate) struct TestPut {
 #[cfg(test)]
 impl Service {
     pub(crate) fn put_test(&self, p: TestPut) -> mem_core::MemResult<PutFileResult> {
-        let content = self.stage_content(&mut &p.bytes[..], p.path.name())?;
+        let content = self.stage_content(&mut &p.bytes[..], p.path.name(), None)?;
         self.put_file(files::PutFile {
             path: p.path,
             content,

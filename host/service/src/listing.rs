@@ -35,31 +35,37 @@ pub struct Listing {
     pub next_cursor: Option<String>,
 }
 
-/// Where a page resumes: after the subfolder or after the file `name`.
+/// Where a page resumes: after the subfolder or after the file `name`, or
+/// (in a tagged listing, which reaches below the folder) after the file at
+/// `rel`, a path relative to the folder.
 #[derive(Debug, Clone, PartialEq)]
 enum After {
     Start,
     Folder(String),
     File(String),
+    Below(String),
+}
+
+fn bad_cursor() -> MemError {
+    MemError::bad_request("this cursor is not one a folder listing gave")
+        .with_hint("pass back the next_cursor of the previous page of the same listing")
+        .with_details(serde_json::json!({ "field": "cursor" }))
 }
 
 impl After {
     fn parse(cursor: Option<&str>) -> MemResult<After> {
-        let bad = || {
-            MemError::bad_request("this cursor is not one a folder listing gave")
-                .with_hint("pass back the next_cursor of the previous page of the same folder")
-                .with_details(serde_json::json!({ "field": "cursor" }))
-        };
+        let bad = bad_cursor;
         let Some(c) = cursor else {
             return Ok(After::Start);
         };
         let (kind, name) = c.split_once(':').ok_or_else(bad)?;
-        if name.is_empty() || name.contains('/') {
+        if name.is_empty() || (kind != "t" && name.contains('/')) {
             return Err(bad());
         }
         match kind {
             "d" => Ok(After::Folder(name.to_string())),
             "f" => Ok(After::File(name.to_string())),
+            "t" => Ok(After::Below(name.to_string())),
             _ => Err(bad()),
         }
     }
@@ -85,6 +91,9 @@ impl Service {
         limit: usize,
     ) -> MemResult<Listing> {
         let after = After::parse(cursor)?;
+        if matches!(after, After::Below(_)) {
+            return Err(bad_cursor());
+        }
         if let Some(file) = self.file_at(path)? {
             return Ok(Listing {
                 path: path.clone(),
@@ -136,6 +145,80 @@ impl Service {
             entries,
             next_cursor,
         })
+    }
+
+    /// The files at `path` or anywhere below it that carry every one of
+    /// `tags` (a tag is not bound to a folder, so neither is this view), at
+    /// most `limit` from after `cursor`. Reads the folder's file paths in
+    /// order until the page is full: a rare tag costs a walk of the folder.
+    pub(crate) fn list_tagged(
+        &self,
+        path: &VPath,
+        tags: &[String],
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> MemResult<Listing> {
+        let carries = |f: &FileRecord| tags.iter().all(|t| f.tags.contains(t));
+        let prefix = path.child_prefix();
+        let mut after = match After::parse(cursor)? {
+            After::Start => None,
+            After::Below(rel) => Some(format!("{prefix}{rel}")),
+            _ => return Err(bad_cursor()),
+        };
+        if let Some(file) = self.file_at(path)? {
+            let entries = if carries(&file.value) && after.is_none() {
+                vec![Entry::File(file.value)]
+            } else {
+                Vec::new()
+            };
+            return Ok(Listing {
+                path: path.clone(),
+                entries,
+                next_cursor: None,
+            });
+        }
+        if !self.folder_exists(path)? {
+            return Err(MemError::not_found("folder", path.as_str()));
+        }
+        let limit = limit.clamp(1, MAX_LISTING);
+        const PAGE: usize = 256;
+        let mut entries = Vec::new();
+        loop {
+            let page = self.store().scan(
+                Table::FilePaths,
+                &Scan {
+                    prefix: &prefix,
+                    after: after.as_deref(),
+                    limit: PAGE,
+                    reverse: false,
+                },
+            )?;
+            let done = page.len() < PAGE;
+            for (key, id) in page {
+                let id = String::from_utf8_lossy(&id).to_string();
+                if let Some(f) = load::<FileRecord>(self.store(), Table::Files, &id)?
+                    && carries(&f.value)
+                {
+                    if entries.len() == limit {
+                        let rel = after.as_deref().unwrap_or(&prefix)[prefix.len()..].to_string();
+                        return Ok(Listing {
+                            path: path.clone(),
+                            entries,
+                            next_cursor: Some(format!("t:{rel}")),
+                        });
+                    }
+                    entries.push(Entry::File(f.value));
+                }
+                after = Some(key);
+            }
+            if done {
+                return Ok(Listing {
+                    path: path.clone(),
+                    entries,
+                    next_cursor: None,
+                });
+            }
+        }
     }
 
     /// Up to `want` keys of `table` directly under `prefix` (no further
@@ -200,7 +283,11 @@ mod tests {
             After::parse(Some("f:a.md")).unwrap(),
             After::File("a.md".into())
         );
-        for bad in ["", "sub", "x:sub", "d:", "f:a/b"] {
+        assert_eq!(
+            After::parse(Some("t:a/b.md")).unwrap(),
+            After::Below("a/b.md".into())
+        );
+        for bad in ["", "sub", "x:sub", "d:", "f:a/b", "t:"] {
             let e = After::parse(Some(bad)).unwrap_err();
             assert_eq!(e.code, mem_core::ErrorCode::BadRequest, "{bad}");
         }

@@ -600,7 +600,6 @@ impl Service {
         Ok(self.load_memory(id)?.value)
     }
 
-    /// Memories newest first, filtered, with cursor pagination.
     /// A page of the ledger, newest first. A page may hold fewer than
     /// `limit` memories and still have a `next_cursor`: at most
     /// [`MAX_LIST_SCAN`] are read for one page.

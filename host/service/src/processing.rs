@@ -6,7 +6,7 @@
 
 use crate::Service;
 use crate::records::{decode, encode, load, push_event, scan_all, transact};
-use mem_core::model::{FileRecord, IndexStatus};
+use mem_core::model::{ContentTime, FileRecord, IndexStatus};
 use mem_core::plugin::{FileInput, ProcessedFile};
 use mem_core::store::{Batch, Durability, Table};
 use mem_core::time::now;
@@ -353,6 +353,7 @@ impl Service {
             }
             rec.index_status = status;
             rec.index_error = error.clone();
+            rec.content_time = ContentTime::from_metadata(&merged.metadata).map(Box::new);
             rec.state_version += 1;
             rec.updated_at = now();
             let mut batch = Batch::new();

@@ -161,7 +161,7 @@ pub struct Evidence {
     pub file_id: Option<String>,
     /// `L10-24`, or `p3:L10-24` on a page of a paged document (with `file_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("pattern" = LOCATOR_PATTERN))]
+    #[schemars(extend("pattern" = mem_core::locator::PATTERN))]
     pub locator: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<String>,
@@ -203,9 +203,6 @@ pub struct ProposalRequest {
     #[schemars(schema_with = "fields::key")]
     pub idempotency_key: String,
 }
-
-/// A line locator as the gate accepts it (it also checks start <= end).
-const LOCATOR_PATTERN: &str = "^(p[1-9][0-9]{0,8}:)?L[1-9][0-9]{0,8}(-[1-9][0-9]{0,8})?$";
 
 /// Evidence names exactly one of a memory, a file or an observation (the
 /// other two absent or null), as the gate checks it.

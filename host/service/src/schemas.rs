@@ -167,6 +167,10 @@ pub fn public_schemas() -> Vec<(&'static str, Value)> {
             ),
         ),
         (
+            "timeline",
+            schema_of::<crate::timeline::TimelineAnswer>("timeline", "mem-host timeline"),
+        ),
+        (
             "workspace-status",
             schema_of::<crate::processing::WorkspaceStatus>(
                 "workspace-status",

@@ -15,6 +15,34 @@ pub(crate) fn service_with(config: WorkspaceConfig) -> (tempfile::TempDir, Servi
     (dir, Service::new(Arc::new(store), config))
 }
 
+/// A service whose processor reads every file as a two-page document
+/// (page 1 "the cover", page 2 "the port is 8443\nfor TLS"), with one such
+/// file put at `/spec.pdf` and processed: the fixture of page locators.
+pub(crate) fn paged_service(config: WorkspaceConfig) -> (tempfile::TempDir, Service, String) {
+    use mem_core::plugin::{Chunk, LineRange, ProcessedFile};
+    let page = |n: u32, text: &str| Chunk {
+        text: text.into(),
+        lines: LineRange { start: 1, end: 2 },
+        section: vec![format!("page {n}")],
+        kind: "page".into(),
+    };
+    let host = crate::fake_host::FakeHost {
+        processors: vec!["pdf".into()],
+        process: Box::new(move |_| {
+            Ok(ProcessedFile {
+                chunks: vec![page(1, "the cover"), page(2, "the port is 8443\nfor TLS")],
+                ..Default::default()
+            })
+        }),
+        ..Default::default()
+    };
+    let (dir, svc) = service_with(config);
+    let svc = svc.with_plugins(Arc::new(host));
+    let file = put(&svc, "/spec.pdf", b"%PDF-1.7\n\xff\xfe binary").file.id;
+    svc.process_now(&file).unwrap();
+    (dir, svc, file)
+}
+
 fn p(s: &str) -> VPath {
     VPath::parse(s).unwrap()
 }
@@ -155,11 +183,55 @@ fn a_long_folder_lists_in_pages_folders_first_skipping_subtrees() {
     }
     assert_eq!(
         names,
-        ["a/", "b/", "c/", "f0.md", "f1.md", "f2.md", "f3.md", "f4.md"]
+        [
+            "a/", "b/", "c/", "f0.md", "f1.md", "f2.md", "f3.md", "f4.md"
+        ]
     );
     assert_eq!(pages, 4);
+    let e = svc.list_folder(&p("/big"), Some("bogus"), 2).unwrap_err();
+    assert_eq!(e.code, ErrorCode::BadRequest);
+}
+
+#[test]
+fn a_tagged_listing_reaches_below_the_folder_in_pages() {
+    let (_d, svc) = service();
+    for (path, tags) in [
+        ("/t/a.md", vec!["x"]),
+        ("/t/b.md", vec![]),
+        ("/t/sub/c.md", vec!["x", "y"]),
+        ("/t/sub/deep/d.md", vec!["x"]),
+        ("/t/z.md", vec!["y"]),
+        ("/elsewhere.md", vec!["x"]),
+    ] {
+        svc.put_test(crate::TestPut {
+            path: p(path),
+            bytes: path.as_bytes().to_vec(),
+            tags: tags.into_iter().map(String::from).collect(),
+            replace: false,
+        })
+        .unwrap();
+    }
+    let tags = ["x".to_string()];
+    let mut paths = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = svc
+            .list_tagged(&p("/t"), &tags, cursor.as_deref(), 2)
+            .unwrap();
+        assert!(page.entries.len() <= 2);
+        paths.extend(page.entries.iter().map(|e| match e {
+            Entry::File(f) => f.path.as_str().to_string(),
+            Entry::Folder { .. } => panic!("a tagged listing holds files only"),
+        }));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(paths, ["/t/a.md", "/t/sub/c.md", "/t/sub/deep/d.md"]);
+    // A folder page's cursor does not continue a tagged listing.
     let e = svc
-        .list_folder(&p("/big"), Some("bogus"), 2)
+        .list_tagged(&p("/t"), &tags, Some("f:a.md"), 2)
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::BadRequest);
 }

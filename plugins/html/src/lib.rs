@@ -16,6 +16,11 @@ pub struct Html;
 /// Longest chunk, in characters.
 const MAX_CHUNK_CHARS: usize = 1500;
 
+/// Why a page without readable text is only partly indexed (a truncated,
+/// script-only or markup-only page).
+pub const NO_READABLE_TEXT: &str =
+    "no readable text: the page holds only markup, scripts or styles";
+
 /// Elements whose content is not readable text.
 const SKIPPED: &[&str] = &[
     "script", "style", "nav", "noscript", "template", "svg", "header", "footer", "aside", "iframe",
@@ -139,6 +144,10 @@ pub fn process_html(file: &FileInput) -> Processed {
         ("html.headings".into(), scan.headings.to_string()),
         ("bytes".into(), file.bytes.len().to_string()),
     ];
+    if out.chunks.is_empty() {
+        out.metadata
+            .push(("index.partial".into(), NO_READABLE_TEXT.into()));
+    }
     out
 }
 

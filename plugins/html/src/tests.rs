@@ -83,3 +83,22 @@ fn entities_decode() {
         "a <b> AB &zz; &"
     );
 }
+
+#[test]
+fn a_page_without_readable_text_is_partial_with_the_reason() {
+    for page in [
+        "<!doctype html><html><head><script>var a = 1;",
+        "<!doctype html><html><body><nav>Home</nav></body></html>",
+        "",
+    ] {
+        let p = process_html(&input("x.html", page));
+        assert!(p.chunks.is_empty(), "{page:?}");
+        assert_eq!(
+            p.metadata_value("index.partial"),
+            Some(NO_READABLE_TEXT),
+            "{page:?}"
+        );
+    }
+    let p = process_html(&input("garden.html", PAGE));
+    assert_eq!(p.metadata_value("index.partial"), None);
+}

@@ -51,6 +51,10 @@ pub struct FileRecord {
     /// (boxed: most files have none, and listings hold many records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Box<super::SourceMetadata>>,
+    /// When and where the content says it was made, as the processors read
+    /// it (set when the file is processed; the timeline's second source).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_time: Option<Box<super::ContentTime>>,
 }
 
 /// A folder exists on its own (empty folders are kept).

@@ -15,7 +15,7 @@ use serde_json::json;
 /// Longest source metadata text accepted, in bytes.
 pub const MAX_SOURCE_METADATA_BYTES: usize = 4096;
 /// Longest place, source kind or source name, in characters.
-const MAX_TEXT_CHARS: usize = 512;
+pub const MAX_SOURCE_TEXT_CHARS: usize = 512;
 /// Longest believable location accuracy (metres): half the equator.
 const MAX_ACCURACY_M: f64 = 20_037_508.0;
 
@@ -181,9 +181,9 @@ impl SourceMetadata {
                     Some(name),
                 ));
             }
-            if v.chars().count() > MAX_TEXT_CHARS {
+            if v.chars().count() > MAX_SOURCE_TEXT_CHARS {
                 return Err(bad(
-                    format!("{name} is longer than {MAX_TEXT_CHARS} characters"),
+                    format!("{name} is longer than {MAX_SOURCE_TEXT_CHARS} characters"),
                     Some(name),
                 ));
             }

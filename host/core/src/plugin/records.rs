@@ -59,10 +59,11 @@ impl Chunk {
             .flatten()
             .and_then(|s| s.strip_prefix("page "))
             .and_then(|n| n.parse::<u32>().ok());
-        match page {
-            Some(n) => format!("p{n}:{}", self.lines.locator()),
-            None => self.lines.locator(),
+        crate::locator::Locator {
+            page,
+            lines: self.lines,
         }
+        .to_string()
     }
 }
 

@@ -13,8 +13,19 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 pub struct PutArgs {
-    /// Local file, folder (with --recursive), or `-` for stdin.
-    pub source: PathBuf,
+    /// Local file, folder (with --recursive), or `-` for stdin. With --url:
+    /// the virtual path to store at (DEST; default: --to and the URL's
+    /// file name, or --name).
+    #[arg(value_name = "SOURCE|DEST")]
+    pub source: Option<PathBuf>,
+    /// Fetch the content from this http(s) URL instead (at most the
+    /// workspace's max_file_bytes, 5 redirects, --timeout); its MIME type
+    /// is sniffed from the bytes, not taken from the server.
+    #[arg(long, value_name = "URL", conflicts_with = "recursive")]
+    pub url: Option<String>,
+    /// With --url: seconds the whole fetch may take.
+    #[arg(long, value_name = "SECS", default_value_t = 60, requires = "url")]
+    pub timeout: u64,
     /// Store a folder and everything below it.
     #[arg(short, long)]
     pub recursive: bool,
@@ -64,7 +75,13 @@ pub struct SourceArgs {
 impl SourceArgs {
     /// The flags as source metadata text (the service checks it), or none.
     pub fn to_text(&self) -> Option<String> {
-        let m = SourceMetadata {
+        let m = self.to_meta();
+        (!m.is_empty()).then(|| m.to_text())
+    }
+
+    /// The flags as source metadata (unchecked).
+    pub fn to_meta(&self) -> SourceMetadata {
+        SourceMetadata {
             captured_at: self.captured_at.clone(),
             lat: self.lat,
             lon: self.lon,
@@ -72,8 +89,7 @@ impl SourceArgs {
             place: self.place.clone(),
             source_kind: self.source_kind.clone(),
             source_name: self.source_name.clone(),
-        };
-        (!m.is_empty()).then(|| m.to_text())
+        }
     }
 }
 
@@ -115,6 +131,10 @@ pub struct LsArgs {
     /// Folder (or file) to list.
     #[arg(default_value = "/")]
     pub path: String,
+    /// Only files with this tag, in the folder and below; repeatable (all
+    /// must match).
+    #[arg(long = "tag", value_name = "T")]
+    pub tags: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -142,7 +162,7 @@ pub struct MkdirArgs {
     pub parents: bool,
 }
 
-fn put_line(r: &PutFileResult) -> String {
+pub(super) fn put_line(r: &PutFileResult) -> String {
     let f = &r.file;
     let mut s = format!(
         "{} {}  {}  {}  {}",
@@ -172,7 +192,7 @@ fn local_name(path: &Path) -> MemResult<String> {
         })
 }
 
-fn put_request(path: &VPath, a: &PutArgs) -> PutFileRequest {
+pub(super) fn put_request(path: &VPath, a: &PutArgs) -> PutFileRequest {
     PutFileRequest {
         path: path.as_str().to_string(),
         tags: a.tags.clone(),
@@ -185,7 +205,14 @@ fn put_request(path: &VPath, a: &PutArgs) -> PutFileRequest {
 
 pub fn put(c: &Client, out: &Out, a: PutArgs) -> MemResult<()> {
     let folder = VPath::parse(&a.to)?;
-    if a.source.as_os_str() == "-" {
+    if let Some(url) = &a.url {
+        return super::fetch::put(c, out, url, &folder, &a);
+    }
+    let Some(source) = a.source.clone() else {
+        return Err(MemError::bad_request("put needs something to store")
+            .with_hint("name a local file or folder, `-` for stdin, or --url URL"));
+    };
+    if source.as_os_str() == "-" {
         let name = a.name.clone().ok_or_else(|| {
             MemError::bad_request("storing stdin needs a name").with_hint("pass --name NAME")
         })?;
@@ -193,27 +220,27 @@ pub fn put(c: &Client, out: &Out, a: PutArgs) -> MemResult<()> {
         let r = c.put_stream(req, &mut std::io::stdin())?.value;
         return out.emit(&r, put_line);
     }
-    let meta = std::fs::metadata(&a.source)
-        .map_err(|e| MemError::io(&format!("cannot read {}", a.source.display()), &e))?;
+    let meta = std::fs::metadata(&source)
+        .map_err(|e| MemError::io(&format!("cannot read {}", source.display()), &e))?;
     if meta.is_dir() {
         if !a.recursive {
             return Err(
-                MemError::bad_request(format!("{} is a folder", a.source.display()))
+                MemError::bad_request(format!("{} is a folder", source.display()))
                     .with_hint("use --recursive to store a folder tree"),
             );
         }
         let root_name = match &a.name {
             Some(n) => n.clone(),
-            None => local_name(&a.source.canonicalize().unwrap_or(a.source.clone()))?,
+            None => local_name(&source.canonicalize().unwrap_or(source.clone()))?,
         };
-        return put_tree(c, out, &a.source, &folder.join(&root_name)?, &a);
+        return put_tree(c, out, &source, &folder.join(&root_name)?, &a);
     }
     let name = match &a.name {
         Some(n) => n.clone(),
-        None => local_name(&a.source)?,
+        None => local_name(&source)?,
     };
     let req = put_request(&folder.join(&name)?, &a);
-    let r = c.put_stream(req, &mut open_local(&a.source)?)?.value;
+    let r = c.put_stream(req, &mut open_local(&source)?)?.value;
     out.emit(&r, put_line)
 }
 
@@ -455,6 +482,17 @@ fn file_record(f: &FileRecord) -> String {
         s.push_str(&format!("\nindex_error:   {e}"));
     }
     s.push_str(&source_lines(f));
+    let t = mem_core::model::file_place(f);
+    s.push_str(&format!(
+        "\ntimeline:      {} ({})",
+        t.time,
+        t.time_source.as_str()
+    ));
+    if let Some(u) = &t.uncertain_time {
+        s.push_str(&format!(
+            "\nuncertain:     {u} (a processor time without a zone; not used)"
+        ));
+    }
     s
 }
 
@@ -499,24 +537,25 @@ pub fn info(c: &Client, out: &Out, a: InfoArgs) -> MemResult<()> {
 
 pub fn ls(c: &Client, out: &Out, a: LsArgs) -> MemResult<()> {
     // `ls` shows the whole folder: it follows the listing's pages.
-    let mut listing = c
-        .run(ListFolder {
+    let tagged = !a.tags.is_empty();
+    let list = |cursor| {
+        c.run(ListFolder {
             path: Some(a.path.clone()),
+            tags: a.tags.clone(),
+            cursor,
             ..ListFolder::default()
-        })?
-        .value;
+        })
+    };
+    let mut listing = list(None)?.value;
     while let Some(cursor) = listing.next_cursor.take() {
-        let page = c
-            .run(ListFolder {
-                path: Some(a.path.clone()),
-                cursor: Some(cursor),
-                ..ListFolder::default()
-            })?
-            .value;
+        let page = list(Some(cursor))?.value;
         listing.entries.extend(page.entries);
         listing.next_cursor = page.next_cursor;
     }
     out.emit(&listing, |l| {
+        if l.entries.is_empty() && tagged {
+            return format!("no file in {} carries those tags", l.path);
+        }
         if l.entries.is_empty() {
             return format!("{} is empty", l.path);
         }
@@ -526,7 +565,8 @@ pub fn ls(c: &Client, out: &Out, a: LsArgs) -> MemResult<()> {
                 Entry::Folder { name, .. } => format!("{name}/"),
                 Entry::File(f) => format!(
                     "{:<32} {:>10}  {:<24} {:<10} {}",
-                    f.name,
+                    // A tagged listing reaches below the folder.
+                    if tagged { f.path.as_str() } else { &f.name },
                     human_size(f.size),
                     f.mime,
                     f.index_status.as_str(),

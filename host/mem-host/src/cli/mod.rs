@@ -4,6 +4,7 @@
 
 mod bundle;
 mod documents;
+mod fetch;
 mod files;
 mod govern;
 mod lines;
@@ -16,6 +17,7 @@ mod recall;
 mod related;
 mod serve;
 mod tasks;
+mod timeline;
 
 use crate::client::Client;
 use crate::workspace;
@@ -112,6 +114,8 @@ pub enum Command {
     Budgets,
     /// Rebuild memory records from the event log.
     Rebuild(govern::RebuildArgs),
+    /// Files and memories of a period by month: `timeline 2012`, `timeline 2012-03..2012-08`.
+    Timeline(timeline::TimelineArgs),
     /// Hybrid (lexical + semantic) search over memories and file chunks.
     Search(recall::SearchArgs),
     /// A cited context pack within a hard character budget.
@@ -204,6 +208,7 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 Command::Check(a) => govern::check(c, &out, a),
                 Command::Budgets => govern::budgets(c, &out),
                 Command::Rebuild(a) => govern::rebuild(c, &out, a),
+                Command::Timeline(a) => timeline::timeline(c, &out, a),
                 Command::Search(a) => recall::search(c, &out, a),
                 Command::Context(a) => recall::context(c, &out, a),
                 Command::Reindex(a) => recall::reindex(c, &out, a),

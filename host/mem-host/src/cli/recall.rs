@@ -45,6 +45,9 @@ pub struct SearchArgs {
     /// memory, file or all (default).
     #[arg(long, value_name = "S")]
     pub source: Option<String>,
+    /// Only files of this type: image, doc, audio, or any (every file).
+    #[arg(long = "type", value_name = "TYPE")]
+    pub file_type: Option<String>,
     #[arg(long, default_value_t = mem_service::recall::DEFAULT_SEARCH_LIMIT)]
     pub limit: usize,
     /// Skip the semantic lane.
@@ -113,6 +116,7 @@ impl SearchArgs {
             until: self.until.clone(),
             lifecycle: self.lifecycle.clone(),
             source: self.source.clone(),
+            file_type: self.file_type.clone(),
             limit: Some(self.limit),
             lexical_only: self.lexical_only,
             ..Default::default()
@@ -243,7 +247,7 @@ fn merge_defaults(
     }
     serde_json::from_value(base).map_err(|e| {
         MemError::bad_request(format!("line {line_no}: not a search request: {e}"))
-            .with_hint("fields: query, kinds, path, tags, agent, since, until, lifecycle, source, limit, lexical_only")
+            .with_hint("fields: query, kinds, path, tags, agent, since, until, lifecycle, source, type, limit, lexical_only")
     })
 }
 
@@ -252,6 +256,24 @@ pub(super) fn human_pack(p: &ContextPack) -> String {
         "context for {:?} ({} of {} characters)",
         p.query, p.used_chars, p.max_chars
     )];
+    if let Some(t) = &p.timeline {
+        lines.push(format!(
+            "COUNT: {} {} ({} to {})",
+            t.count, t.counted, t.period.from, t.period.to
+        ));
+        for m in &t.months {
+            lines.push(format!("  {}  {}", m.month, m.count));
+        }
+        for s in &t.samples {
+            lines.push(format!(
+                "  - {}  {}  {} ({})",
+                s.citation,
+                s.title,
+                s.time,
+                s.time_source.as_str()
+            ));
+        }
+    }
     for (name, items) in [
         ("MUST", &p.must),
         ("SHOULD", &p.should),

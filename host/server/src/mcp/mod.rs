@@ -51,7 +51,8 @@ How to work with it:
 mem://catalog resource): what it holds by folder, type and subject, with \
 exact counts, so you know where to look and what to ask for. mem_trace \
 follows a memory's relations (what it supersedes, conflicts with, \
-duplicates) when you need its history.
+duplicates) when you need its history. For 'how many ... in <period>', \
+mem_timeline counts files and memories by month with cited samples.
 1. Before answering or acting on anything that may have history, call \
 mem_context with the question in plain words. It returns a budgeted pack of \
 cited items in lanes (must, should, context, provisional, conflict). Treat \
@@ -211,6 +212,9 @@ fn listed(backend: &dyn Backend) -> Tools {
         .iter()
         .map(|d| {
             let mut schema = d.op.request_schema(&config);
+            if let Some(rule) = d.shape {
+                rule(&mut schema);
+            }
             if let Some(o) = schema.as_object_mut() {
                 o.remove("$schema");
             }

@@ -53,6 +53,7 @@ fn the_tool_list_is_the_agent_surface_only() {
             "mem_resume",
             "mem_search",
             "mem_task_list",
+            "mem_timeline",
             "mem_trace",
             "mem_types",
         ]
@@ -201,4 +202,29 @@ fn the_instructions_send_agents_to_the_catalog_first() {
     for later in ["mem_context", "mem_search", "mem_remember"] {
         assert!(catalog < INSTRUCTIONS.find(later).unwrap(), "{later}");
     }
+}
+
+#[test]
+fn mem_put_takes_exactly_one_of_content_and_content_base64() {
+    use serde_json::json;
+    let (_d, svc) = service();
+    let tools = &listed(svc.as_ref()).1;
+    let put = tools
+        .iter()
+        .find(|t| t.name == "mem_put")
+        .expect("mem_put is listed");
+    let schema = Value::Object((*put.input_schema).clone());
+    let v = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let ok = |args: Value| v.is_valid(&args);
+    assert!(ok(json!({ "path": "/a.txt", "content": "x" })));
+    assert!(ok(
+        json!({ "path": "/a.bin", "content_base64": "AAE=", "mime": "text/plain" })
+    ));
+    assert!(!ok(json!({ "path": "/a.txt" })), "neither");
+    assert!(
+        !ok(json!({ "path": "/a.txt", "content": "x", "content_base64": "AAE=" })),
+        "both"
+    );
+    let d = put.description.as_deref().unwrap_or_default();
+    assert!(d.contains("exactly one") && d.contains("hint"), "{d}");
 }

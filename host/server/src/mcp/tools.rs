@@ -14,6 +14,9 @@ pub(crate) struct ToolDef {
     pub description: &'static str,
     pub read_only: bool,
     pub destructive: bool,
+    /// A rule the tool's input schema adds to the operation's request
+    /// schema (what the operation enforces beyond the shared schema).
+    pub shape: Option<fn(&mut serde_json::Value)>,
 }
 
 fn tool(name: &'static str, op: OpEntry, description: &'static str) -> ToolDef {
@@ -23,6 +26,7 @@ fn tool(name: &'static str, op: OpEntry, description: &'static str) -> ToolDef {
         description,
         read_only: false,
         destructive: false,
+        shape: None,
     }
 }
 
@@ -35,6 +39,10 @@ impl ToolDef {
         self.destructive = true;
         self
     }
+    fn shaped(mut self, rule: fn(&mut serde_json::Value)) -> Self {
+        self.shape = Some(rule);
+        self
+    }
 }
 
 pub(crate) fn tools() -> Vec<ToolDef> {
@@ -42,15 +50,20 @@ pub(crate) fn tools() -> Vec<ToolDef> {
         tool(
             "mem_put",
             entry::<files::PutFileRequest>(),
-            "Store a file in the workspace (notes, documents, transcripts, or binary files as \
-             content_base64). `path` is the full virtual path including the file name (e.g. \
-             /notes/deploy.md); folders are created as needed. An existing path is an error \
-             unless `replace` is true (the file keeps its id). The file is processed and indexed \
-             before the answer (unless `wait` is false), so mem_search finds it at once. \
-             `source_metadata` says where and when the content comes from, as JSON text (e.g. \
+            "Store a file in the workspace: text as `content`, or binary files (PDF, images, \
+             audio) as standard base64 in `content_base64`; exactly one of the two. `path` is \
+             the full virtual path including the file name (e.g. /notes/deploy.md); folders are \
+             created as needed. An existing path is an error unless `replace` is true (the file \
+             keeps its id). The host sniffs the MIME type from the bytes; `mime` is only a hint \
+             that picks among text types for text content (e.g. text/markdown for a file named \
+             without .md) and is ignored otherwise; the answer's `file.mime` is what the host \
+             decided. The file is processed and indexed before the answer (unless `wait` is \
+             false), so mem_search finds it at once. `source_metadata` says where and when the \
+             content comes from, as JSON text (e.g. \
              {\"captured_at\":\"2012-03-04T10:00:00+01:00\",\"place\":\"Lisbon\"}). Returns \
              the file record; cite it as mem://file/ID.",
-        ),
+        )
+        .shaped(files::inline_content_rule),
         tool(
             "mem_get",
             entry::<files::ReadFile>(),
@@ -66,7 +79,8 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             "mem_list",
             entry::<files::ListFolder>(),
             "List a folder: its subfolders and files (with ids, sizes, tags). `path` defaults to \
-             the root `/`.",
+             the root `/`. With `tags`, lists instead the files carrying every one of them in \
+             the folder and all folders below it.",
         )
         .reads(),
         tool(
@@ -75,7 +89,8 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             "Search files and memories (lexical and, when a model is installed, semantic). \
              Returns ranked hits with ids, citations (mem://memory/ID, mem://file/ID#Lx-y), \
              scores and matched terms. Filter by `kinds`, `path`, `tags`, `since`/`until`, \
-             `lifecycle`, `source` (memory|file|all). A period named in the query (\"in May \
+             `lifecycle`, `source` (memory|file|all), `type` (files only: image|doc|audio|any). \
+             A period named in the query (\"in May \
              2023\", \"last week\") ranks hits from then higher without filtering the rest. \
              Prefer mem_context to gather evidence for an answer; use mem_search to look things \
              up or explore.",
@@ -186,6 +201,19 @@ pub(crate) fn tools() -> Vec<ToolDef> {
              (default AGENTS.md). `split: true` gives one document per note (an Obsidian vault) \
              in `documents`. Kinds the format cannot express are kept in an \
              `<!-- mem:kind=K -->` marker, so importing the result keeps them.",
+        )
+        .reads(),
+        tool(
+            "mem_timeline",
+            entry::<mem_service::ops::timeline::Timeline>(),
+            "The files and memories of a period, by month: `period` is 2012, 2012-03, \
+             2012-03-04 or a range such as 2012-03..2012-08 (both ends included). Each month \
+             gives counts (files by type: images, documents, audio; memories) and its earliest \
+             items (`samples`, default 5) with their time and where it came from (`source` \
+             metadata, `exif`, `document`, `uploaded`; for memories `event` or `created`). \
+             Narrow with `path`, `source` (file|memory|all) and `type` (image|doc|audio: files \
+             only). Use it to answer \"how many ... in <period>\" with the count and cite the \
+             samples.",
         )
         .reads(),
         tool(

@@ -256,6 +256,13 @@ pub(crate) fn routes() -> Vec<Route> {
         ),
         route(
             "get",
+            "/v1/timeline",
+            "timeline",
+            "Files and memories of a period by month: counts and samples",
+            entry::<mem_service::ops::timeline::Timeline>(),
+        ),
+        route(
+            "get",
             "/v1/catalog",
             "catalog",
             "What the workspace holds by folder, type and subject (paged)",

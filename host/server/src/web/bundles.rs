@@ -3,9 +3,9 @@
 //! workspace (the owner's), each shown with what the bundle's verified
 //! manifest holds. The same `bundle.*` operations as every other surface.
 
+use super::Session;
 use super::html::{esc, field, input, text};
 use super::upload::Upload;
-use super::Session;
 use crate::AppState;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Query, Request, State};

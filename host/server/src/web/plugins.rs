@@ -189,10 +189,7 @@ async fn remove(State(st): State<AppState>, f: WebForm) -> Response {
             let note = if dropped.is_empty() {
                 String::new()
             } else {
-                format!(
-                    " It was also taken out of: {}.",
-                    esc(&dropped.join(", "))
-                )
+                format!(" It was also taken out of: {}.", esc(&dropped.join(", ")))
             };
             f.session.page(
                 "Plugins",

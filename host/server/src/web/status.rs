@@ -96,7 +96,9 @@ fn index(st: &Value) -> String {
             field(i, "watermark"),
         )
     };
-    format!(r#"<section aria-labelledby="index-h"><h2 id="index-h">Search index</h2>{body}</section>"#)
+    format!(
+        r#"<section aria-labelledby="index-h"><h2 id="index-h">Search index</h2>{body}</section>"#
+    )
 }
 
 fn budgets(st: &Value) -> String {
@@ -124,7 +126,9 @@ fn budgets(st: &Value) -> String {
             r#"<div class="scroll"><table id="budgets"><thead><tr><th scope="col">Budget</th><th scope="col">Used</th><th scope="col">Limit</th><th scope="col">Usage</th></tr></thead><tbody>{rows}</tbody></table></div>"#
         )
     };
-    format!(r#"<section aria-labelledby="budgets-h"><h2 id="budgets-h">Budgets</h2>{body}</section>"#)
+    format!(
+        r#"<section aria-labelledby="budgets-h"><h2 id="budgets-h">Budgets</h2>{body}</section>"#
+    )
 }
 
 fn plugins(st: &Value) -> String {

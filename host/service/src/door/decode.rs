@@ -95,6 +95,11 @@ fn field_error(
     if node.get("x-mem-check").and_then(Value::as_str) == Some("path") {
         return mem_core::VPath::parse(value).err().map(with_field);
     }
+    if node.get("x-mem-check").and_then(Value::as_str) == Some("period") {
+        return crate::recall::period::parse_period(value)
+            .err()
+            .map(with_field);
+    }
     if keyword == "enum" && node.get("x-mem-enum").and_then(Value::as_str) == Some("types") {
         return config.types.registry.resolve(value).err().map(with_field);
     }
@@ -137,9 +142,26 @@ fn coded(schema: &Value, e: &jsonschema::ValidationError<'_>, err: MemError) -> 
     if let Some(d) = details.as_object_mut() {
         d.insert("field".into(), field.clone().into());
     }
-    MemError::new(code, format!("{field}: {e}"))
+    MemError::new(code, format!("{field}: {}", said(e)))
         .with_hint(code.default_hint())
         .with_details(details)
+}
+
+/// Longest rendering of a schema break in a message: the validator quotes
+/// the offending value whole, which may be a megabyte of content.
+const MAX_SAID_CHARS: usize = 300;
+
+/// A schema break in words, the quoted value cut to [`MAX_SAID_CHARS`].
+fn said(e: &jsonschema::ValidationError<'_>) -> String {
+    let text = e.to_string();
+    match text.char_indices().nth(MAX_SAID_CHARS) {
+        Some((at, _)) => format!(
+            "{}… ({} characters in all)",
+            &text[..at],
+            text.chars().count()
+        ),
+        None => text,
+    }
 }
 
 /// The first way `args` breaks the schema, as the error a client acts on.
@@ -168,15 +190,18 @@ fn shape_error(operation: &str, e: &jsonschema::ValidationError<'_>) -> MemError
     } else {
         field.clone()
     };
-    MemError::bad_request(format!("invalid request for {operation}: {at}: {e}"))
-        .with_hint(format!(
-            "correct {at}; {operation}'s schema is in /v1/openapi.json and the MCP tool's input schema"
-        ))
-        .with_details(serde_json::json!({
-            "operation": operation,
-            "field": field,
-            "rule": keyword,
-        }))
+    MemError::bad_request(format!(
+        "invalid request for {operation}: {at}: {}",
+        said(e)
+    ))
+    .with_hint(format!(
+        "correct {at}; {operation}'s schema is in /v1/openapi.json and the MCP tool's input schema"
+    ))
+    .with_details(serde_json::json!({
+        "operation": operation,
+        "field": field,
+        "rule": keyword,
+    }))
 }
 
 /// Decodes `args` as `T`. A whole number written as a float (`2.0`) is an

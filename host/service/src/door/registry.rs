@@ -4,7 +4,9 @@
 
 use super::{Caller, Done, Operation, Replay};
 use crate::access::Scope;
-use crate::ops::{admin, bundles, files, govern, memories, plugins, recall, related, tasks};
+use crate::ops::{
+    admin, bundles, files, govern, memories, plugins, recall, related, tasks, timeline,
+};
 use mem_core::{MemError, MemResult};
 use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;
@@ -100,6 +102,7 @@ static REGISTRY: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<crate::recall::SearchQuery>(),
         entry::<crate::recall::ContextRequest>(),
         entry::<crate::check::CheckRequest>(),
+        entry::<timeline::Timeline>(),
         entry::<recall::Types>(),
         entry::<recall::Status>(),
         entry::<related::GetRelated>(),

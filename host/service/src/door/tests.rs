@@ -175,3 +175,17 @@ fn regression_padded_paths_are_refused_for_memories_and_files_alike() {
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::BadPath);
 }
+
+#[test]
+fn regression_a_refused_megabyte_value_is_not_repeated_in_the_message() {
+    let (_d, s) = crate::tests::service();
+    let owner = Access::owner();
+    let huge = "x".repeat(1 << 20);
+    let e = s
+        .caller(&owner)
+        .decode::<Mkdir>(serde_json::json!({ "path": "/a", "parents": huge }))
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::BadRequest);
+    assert!(e.message.len() < 1_000, "{} bytes", e.message.len());
+    assert!(e.message.contains("characters in all"), "{}", e.message);
+}

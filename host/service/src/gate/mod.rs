@@ -528,7 +528,7 @@ impl Service {
                     )));
                 }
                 if let Some(l) = &e.locator
-                    && !valid_locator(l)
+                    && mem_core::locator::Locator::parse(l).is_none()
                 {
                     return Err(MemError::new(
                         ErrorCode::Unprocessable,
@@ -576,43 +576,5 @@ impl Service {
                 MemError::not_found("proposal", id)
                     .with_hint("`mem-host review list` shows queued proposals")
             })
-    }
-}
-
-/// `L10` or `L10-24` with 1 <= start <= end, or the lines of a page of a
-/// paged document (`p3:L10-24`, pages from 1).
-pub(crate) fn valid_locator(l: &str) -> bool {
-    let l = match l.strip_prefix('p').and_then(|r| r.split_once(':')) {
-        Some((page, lines)) if page.parse::<u32>().is_ok_and(|n| n >= 1) => lines,
-        Some(_) => return false,
-        None => l,
-    };
-    let Some(rest) = l.strip_prefix('L') else {
-        return false;
-    };
-    let mut parts = rest.splitn(2, '-');
-    let start = parts.next().and_then(|s| s.parse::<u32>().ok());
-    let end = match parts.next() {
-        Some(e) => e.parse::<u32>().ok(),
-        None => start,
-    };
-    matches!((start, end), (Some(s), Some(e)) if s >= 1 && s <= e)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::valid_locator;
-
-    #[test]
-    fn locators() {
-        assert!(valid_locator("L1"));
-        assert!(valid_locator("L10-24"));
-        assert!(!valid_locator("L0"));
-        assert!(!valid_locator("L5-2"));
-        assert!(!valid_locator("10-20"));
-        assert!(valid_locator("p3:L10-24"));
-        assert!(!valid_locator("p0:L1"));
-        assert!(!valid_locator("p3:10"));
-        assert!(!valid_locator("px:L1"));
     }
 }

@@ -6,7 +6,9 @@
 use super::{Evidence, Proposal, ProposalStatus};
 use crate::Service;
 use crate::audit::Actor;
+use crate::excerpts::lines_of;
 use crate::records::{encode, load, transact};
+use mem_core::locator::Locator;
 use mem_core::model::{FileRecord, Memory};
 use mem_core::store::{Batch, Durability, Table};
 use mem_core::time::now;
@@ -99,30 +101,13 @@ impl Service {
         })
     }
 
-    /// The cited lines of a text file (all of it without a locator), capped.
+    /// The cited lines of a text file (all of it without a locator), or of
+    /// a page of a paged document, capped.
     fn file_excerpt(&self, f: &FileRecord, locator: Option<&str>) -> MemResult<Option<String>> {
-        // `pN:Lx-y`: lines of page N, which only the processed text has.
-        if let Some((page, lines)) = locator
-            .and_then(|l| l.strip_prefix('p'))
-            .and_then(|l| l.split_once(':'))
-        {
-            let section = format!("page {page}");
-            let processed = crate::records::load::<mem_core::plugin::ProcessedFile>(
-                self.store(),
-                mem_core::store::Table::FileContent,
-                &f.id,
-            )?;
-            let (start, end) = line_range(Some(lines));
-            let text = processed
-                .map(|p| p.value.chunks)
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|c| c.kind == "page" && c.section.first() == Some(&section))
-                .filter(|c| c.lines.start as usize <= end && c.lines.end as usize >= start)
-                .map(|c| c.text)
-                .collect::<Vec<_>>()
-                .join("\n");
-            return Ok(Some(text.chars().take(MAX_EXCERPT_CHARS).collect()));
+        let at = locator.and_then(Locator::parse);
+        let cut = |t: String| t.chars().take(MAX_EXCERPT_CHARS).collect::<String>();
+        if let Some(at) = at.filter(|l| l.page.is_some()) {
+            return Ok(Some(cut(self.page_lines(&f.id, &at)?.unwrap_or_default())));
         }
         let Some(bytes) = self.store().get_blob(&f.sha256)? else {
             return Ok(None);
@@ -130,7 +115,7 @@ impl Service {
         let Ok(text) = String::from_utf8(bytes) else {
             return Ok(Some(format!("({} bytes of {})", f.size, f.mime)));
         };
-        Ok(Some(lines_of(&text, locator)))
+        Ok(Some(cut(lines_of(&text, at.as_ref()))))
     }
 
     /// Applies a queued proposal. Refused when it is not queued any more or
@@ -256,81 +241,18 @@ fn ensure_newline(s: &str) -> String {
     }
 }
 
-/// The line range an `Lx-y` locator names (every line without one).
-fn line_range(locator: Option<&str>) -> (usize, usize) {
-    match locator.and_then(|l| l.strip_prefix('L')) {
-        Some(range) => {
-            let mut it = range
-                .splitn(2, '-')
-                .map(|n| n.parse::<usize>().unwrap_or(1));
-            let s = it.next().unwrap_or(1);
-            (s, it.next().unwrap_or(s))
-        }
-        None => (1, usize::MAX),
-    }
-}
-
-/// The lines an `Lx-y` locator names, cut to [`MAX_EXCERPT_CHARS`].
-fn lines_of(text: &str, locator: Option<&str>) -> String {
-    let (start, end) = line_range(locator);
-    let lines: String = text
-        .lines()
-        .enumerate()
-        .filter(|(i, _)| (start..=end).contains(&(i + 1)))
-        .map(|(_, l)| l)
-        .collect::<Vec<_>>()
-        .join("\n");
-    lines.chars().take(MAX_EXCERPT_CHARS).collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use crate::fake_host::FakeHost;
     use crate::gate::{EvidenceStance, ProposalOp};
     use crate::{Actor, Evidence, ProposalRequest, RememberRequest, WorkspaceConfig};
-    use mem_core::VPath;
-    use mem_core::plugin::{Chunk, LineRange, ProcessedFile};
-    use std::sync::Arc;
-
-    fn page(n: u32, text: &str) -> Chunk {
-        Chunk {
-            text: text.into(),
-            lines: LineRange { start: 1, end: 2 },
-            section: vec![format!("page {n}")],
-            kind: "page".into(),
-        }
-    }
 
     /// A PDF's bytes are not its text: the excerpt of `p2:L1-2` is page 2
     /// as the processor read it.
     #[test]
     fn a_page_locator_excerpt_is_the_processed_page_text() {
-        let host = FakeHost {
-            processors: vec!["pdf".into()],
-            process: Box::new(|_| {
-                Ok(ProcessedFile {
-                    chunks: vec![page(1, "the cover"), page(2, "the port is 8443\nfor TLS")],
-                    ..Default::default()
-                })
-            }),
-            ..Default::default()
-        };
         let mut config = WorkspaceConfig::default();
         config.gate.default = crate::config::WriteMode::Review;
-        let dir = tempfile::tempdir().unwrap();
-        let store = mem_store::SledStore::open(&dir.path().join("store")).unwrap();
-        let svc = crate::Service::new(Arc::new(store), config).with_plugins(Arc::new(host));
-        let file = svc
-            .put_test(crate::TestPut {
-                path: VPath::parse("/spec.pdf").unwrap(),
-                bytes: b"%PDF-1.7\n\xff\xfe binary".to_vec(),
-                tags: vec![],
-                replace: false,
-            })
-            .unwrap()
-            .file
-            .id;
-        svc.process_now(&file).unwrap();
+        let (_dir, svc, file) = crate::tests::paged_service(config);
         let request = ProposalRequest {
             op: ProposalOp::Create,
             targets: vec![],

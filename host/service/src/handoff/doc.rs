@@ -5,6 +5,7 @@
 //! the next agent acts on exactly what was written. The same bounds make
 //! the published schema (`schemas/handoff.v1.json`) and [`Handoff::check`].
 
+use mem_core::locator::Locator;
 use mem_core::{ErrorCode, MemError, MemResult};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
@@ -27,9 +28,10 @@ pub const MAX_URI_CHARS: usize = 2_048;
 pub const MAX_NOTE_CHARS: usize = 512;
 /// A task key: short, URL-safe, starts with a letter or digit.
 pub const TASK_KEY_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$";
-/// What a reference may name: a memory, a file (optionally a line range),
-/// or an external http(s) URL.
-pub const REFERENCE_PATTERN: &str = "^(mem://memory/mem_[0-9a-z]{26}|mem://file/file_[0-9a-z]{26}(#L[1-9][0-9]{0,8}(-L?[1-9][0-9]{0,8})?)?|https?://[^\\s]+)$";
+/// What a reference may name: a memory, a file (optionally a locator, see
+/// `mem_core::locator`; `#L3-L9` is read as `#L3-9`), or an external
+/// http(s) URL.
+pub const REFERENCE_PATTERN: &str = "^(mem://memory/mem_[0-9a-z]{26}|mem://file/file_[0-9a-z]{26}(#(p[1-9][0-9]{0,8}:)?L[1-9][0-9]{0,8}(-L?[1-9][0-9]{0,8})?)?|https?://[^\\s]+)$";
 
 /// A handoff, version 1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -179,19 +181,16 @@ fn unprocessable(field: &str, why: impl std::fmt::Display) -> MemError {
     .with_details(serde_json::json!({ "field": field }))
 }
 
-/// A file reference whose line range is well-formed but runs backwards.
+/// A file reference's fragment as a locator of either order (`#L3-L9` is
+/// `L3-9`); `None` without one or when it is not a locator.
+fn fragment(uri: &str) -> Option<Locator> {
+    let (_, at) = uri.strip_prefix("mem://file/")?.split_once('#')?;
+    Locator::parse_shape(&at.replacen("-L", "-", 1))
+}
+
+/// A file reference whose locator is well-formed but runs backwards.
 fn reversed_range(uri: &str) -> bool {
-    let Some((_, range)) = uri
-        .strip_prefix("mem://file/")
-        .and_then(|r| r.split_once('#'))
-    else {
-        return false;
-    };
-    let Some((a, b)) = range.strip_prefix('L').and_then(|r| r.split_once('-')) else {
-        return false;
-    };
-    let b = b.strip_prefix('L').unwrap_or(b);
-    matches!((a.parse::<u64>(), b.parse::<u64>()), (Ok(a), Ok(b)) if b < a)
+    fragment(uri).is_some_and(|l| l.lines.start > l.lines.end)
 }
 
 /// What a reference names.
@@ -200,8 +199,8 @@ pub enum Target<'a> {
     Memory(&'a str),
     File {
         id: &'a str,
-        /// 1-based, inclusive.
-        lines: Option<(usize, usize)>,
+        /// The cited lines (of a page, for a paged document).
+        at: Option<Locator>,
     },
     External(&'a str),
 }
@@ -219,22 +218,11 @@ pub fn parse_reference(uri: &str) -> Option<Target<'_>> {
         if !mem_core::id::has_prefix(id, mem_core::id::FILE) {
             return None;
         }
-        let lines = match range {
+        let at = match range {
             None => None,
-            Some(r) => {
-                let r = r.strip_prefix('L')?;
-                let (a, b) = match r.split_once('-') {
-                    Some((a, b)) => (a, b.strip_prefix('L').unwrap_or(b)),
-                    None => (r, r),
-                };
-                let (a, b) = (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?);
-                if a == 0 || b < a {
-                    return None;
-                }
-                Some((a, b))
-            }
+            Some(_) => Some(fragment(uri).filter(|l| l.lines.start <= l.lines.end)?),
         };
-        return Some(Target::File { id, lines });
+        return Some(Target::File { id, at });
     }
     // The schema's pattern keeps whitespace out of URLs.
     (uri.starts_with("https://") || uri.starts_with("http://")).then_some(Target::External(uri))
@@ -312,7 +300,7 @@ impl Handoff {
             if chars(&r.uri) > MAX_URI_CHARS || parse_reference(&r.uri).is_none() {
                 return Err(bad_handoff(
                     &format!("/references/{i}/uri"),
-                    "must be mem://memory/ID, mem://file/ID, mem://file/ID#L<from>-<to> (from <= to) or an http(s) URL",
+                    "must be mem://memory/ID, mem://file/ID, mem://file/ID#L<from>-<to> or #p<page>:L<from>-<to> (from <= to), or an http(s) URL",
                 ));
             }
             if r.note.as_deref().is_some_and(|n| chars(n) > MAX_NOTE_CHARS) {
@@ -363,16 +351,24 @@ mod tests {
             parse_reference(&format!("mem://file/{id}#L3-L9")),
             Some(Target::File {
                 id,
-                lines: Some((3, 9))
+                at: Some(Locator::lines(3, 9))
             })
         );
         assert_eq!(
             parse_reference(&format!("mem://file/{id}#L4")),
             Some(Target::File {
                 id,
-                lines: Some((4, 4))
+                at: Some(Locator::lines(4, 4))
             })
         );
+        assert_eq!(
+            parse_reference(&format!("mem://file/{id}#p2:L1-5")),
+            Some(Target::File {
+                id,
+                at: Locator::parse("p2:L1-5")
+            })
+        );
+        assert!(reversed_range(&format!("mem://file/{id}#p2:L5-1")));
         assert_eq!(parse_reference(&format!("mem://file/{id}#L9-3")), None);
         assert_eq!(parse_reference("mem://memory/nope"), None);
         assert_eq!(parse_reference("ftp://x"), None);

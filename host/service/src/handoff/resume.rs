@@ -9,6 +9,7 @@ use super::doc::{Reference, Target, parse_reference};
 use super::{Checkpoint, Task};
 use crate::access::Scope;
 use crate::door::{Caller, Operation};
+use crate::excerpts::lines_of;
 use crate::recall::{ContextPack, ContextRequest};
 use mem_core::model::Lifecycle;
 use mem_core::{ErrorCode, MemResult, VPath};
@@ -38,9 +39,13 @@ pub struct ResolvedReference {
     pub truncated: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifecycle: Option<Lifecycle>,
-    /// The referenced line range, 1-based and inclusive.
+    /// The referenced line range, 1-based and inclusive (of `page`, when
+    /// the reference names a page of a paged document).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines: Option<[usize; 2]>,
+    /// The referenced page of a paged document (a PDF), from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
     /// The handoff's note on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -111,6 +116,7 @@ impl Caller<'_> {
             truncated: false,
             lifecycle: None,
             lines: None,
+            page: None,
             note: reference.note.clone(),
         };
         match parse_reference(&reference.uri) {
@@ -131,12 +137,24 @@ impl Caller<'_> {
                     Ok(Some(Resolved::Found(r)))
                 }
             },
-            Some(Target::File { id, lines }) => {
+            Some(Target::File { id, at }) => {
                 let file = match self.visible_file(id) {
                     Err(e) => return hidden(e),
                     Ok(f) => f,
                 };
-                let limit = match lines {
+                let mut r = found("file", id, file.path.clone(), file.sha256.clone());
+                r.lines = at.map(|l| [l.lines.start as usize, l.lines.end as usize]);
+                r.page = at.and_then(|l| l.page);
+                // A page's lines are the processed page text's.
+                if let Some(at) = at.filter(|l| l.page.is_some()) {
+                    if let Some(body) = self.svc.page_lines(id, &at)? {
+                        let (cut, truncated) = excerpt(&body, MAX_EXCERPT_CHARS);
+                        r.excerpt = Some(cut);
+                        r.truncated = truncated;
+                    }
+                    return Ok(Some(Resolved::Found(r)));
+                }
+                let limit = match at {
                     Some(_) => MAX_LINE_SCAN_BYTES,
                     None => (MAX_EXCERPT_CHARS as u64 + 1) * 4,
                 };
@@ -149,14 +167,11 @@ impl Caller<'_> {
                     }
                     Err(_) => None,
                 };
-                let mut r = found("file", id, file.path.clone(), file.sha256.clone());
                 if let Some(text) = text {
-                    let (body, more) = match lines {
-                        Some((a, b)) => {
-                            let picked: Vec<&str> =
-                                text.lines().skip(a - 1).take(b - a + 1).collect();
-                            let reached = text.lines().count() >= b || complete;
-                            (picked.join("\n"), !reached)
+                    let (body, more) = match at {
+                        Some(l) => {
+                            let reached = text.lines().count() >= l.lines.end as usize || complete;
+                            (lines_of(text, Some(&l)), !reached)
                         }
                         None => (text.to_string(), !complete),
                     };
@@ -164,7 +179,6 @@ impl Caller<'_> {
                     r.excerpt = Some(cut);
                     r.truncated = truncated || more;
                 }
-                r.lines = lines.map(|(a, b)| [a, b]);
                 Ok(Some(Resolved::Found(r)))
             }
         }

@@ -287,6 +287,27 @@ fn resume_resolves_references_or_says_why_not() {
     );
 }
 
+/// A PDF's bytes are not its text: a reference to lines of a page quotes
+/// the processed page, as review does.
+#[test]
+fn a_reference_to_a_page_resolves_to_the_processed_page_lines() {
+    let (_d, svc, file) = crate::tests::paged_service(Default::default());
+    let owner = Access::owner();
+    let uri = format!("mem://file/{file}#p2:L2");
+    run(
+        &svc,
+        &owner,
+        "task.checkpoint",
+        json!({"task": "pdf", "handoff": handoff("read the spec", &[uri]), "idempotency_key": "k"}),
+    )
+    .unwrap();
+    let r = run(&svc, &owner, "task.resume", json!({"task": "pdf"})).unwrap();
+    let got = &r["references"][0];
+    assert_eq!(got["excerpt"], "for TLS", "{r}");
+    assert_eq!(got["page"], 2);
+    assert_eq!(got["lines"], json!([2, 2]));
+}
+
 #[test]
 fn a_bad_handoff_names_its_field_and_stores_nothing() {
     let (_d, svc) = crate::tests::service();

@@ -187,6 +187,19 @@ pub fn opt_source(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "enum": ["all", "memory", "memories", "file", "files", null] })
 }
 
+/// A file type filter (`crate::mime::FILE_TYPES`).
+pub fn opt_file_type(_: &mut SchemaGenerator) -> Schema {
+    let mut allowed: Vec<serde_json::Value> = crate::mime::FILE_TYPES
+        .iter()
+        .map(|t| serde_json::json!(t))
+        .collect();
+    allowed.push(serde_json::Value::Null);
+    json_schema!({
+        "enum": allowed,
+        "description": "Only files of this type: image, doc (text, PDF, office documents), audio, or any (every file, no memories).",
+    })
+}
+
 /// Lifecycles a search may cover (forgotten memories have no content).
 pub fn search_lifecycles(_: &mut SchemaGenerator) -> Schema {
     json_schema!({

@@ -5,7 +5,7 @@
 
 use crate::door::Caller;
 use crate::records::load;
-use mem_core::model::FileRecord;
+use mem_core::model::{FileRecord, TimelinePlace, file_place};
 use mem_core::plugin::{Entity, LineRange, ProcessedFile};
 use mem_core::store::Table;
 use mem_core::{MemError, MemResult};
@@ -33,6 +33,8 @@ pub struct ChunkWindow {
 pub struct FileDetails {
     #[serde(flatten)]
     pub file: FileRecord,
+    /// Where the file sits on the timeline, and which evidence put it there.
+    pub timeline: TimelinePlace,
     /// Absent until a processor has run on the file's content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processed: Option<Processed>,
@@ -98,6 +100,7 @@ impl Caller<'_> {
         let Some(content) = load::<ProcessedFile>(self.svc.store(), Table::FileContent, &file.id)?
         else {
             return Ok(FileDetails {
+                timeline: file_place(&file),
                 file,
                 processed: None,
             });
@@ -123,6 +126,7 @@ impl Caller<'_> {
         let mut entities = p.entities;
         entities.truncate(MAX_ENTITIES);
         Ok(FileDetails {
+            timeline: file_place(&file),
             file,
             processed: Some(Processed {
                 title: p.title,

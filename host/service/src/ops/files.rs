@@ -30,6 +30,14 @@ pub struct PutFileRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "fields::opt_base64")]
     pub content_base64: Option<String>,
+    /// A MIME type hint, e.g. `text/markdown`. A hint only: the host
+    /// sniffs the type from the bytes (magic bytes, then whether it is text
+    /// or JSON); the hint only chooses among text types for text content,
+    /// as a file name's extension would, and is ignored otherwise. The
+    /// stored `mime` says what the host decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 3, max = 127), extend("pattern" = crate::mime::HINT_PATTERN))]
+    pub mime: Option<String>,
     /// Tags to attach.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "fields::tags")]
@@ -54,6 +62,22 @@ pub struct PutFileRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "fields::opt_key")]
     pub idempotency_key: Option<String>,
+}
+
+/// The JSON Schema rule of a put whose content is inline (MCP `mem_put`):
+/// exactly one of `content` and `content_base64`, as [`PutFileRequest`]'s
+/// `run` enforces. (A streamed upload carries neither, so the shared
+/// request schema cannot say it.)
+pub fn inline_content_rule(schema: &mut serde_json::Value) {
+    if let Some(o) = schema.as_object_mut() {
+        o.insert(
+            "oneOf".into(),
+            json!([
+                { "required": ["content"], "not": { "required": ["content_base64"] } },
+                { "required": ["content_base64"], "not": { "required": ["content"] } },
+            ]),
+        );
+    }
 }
 
 impl PutFileRequest {
@@ -170,6 +194,14 @@ impl Caller<'_> {
         }
         crate::files::validate_tags(&req.tags)?;
         req.source()?;
+        let hint = match req.mime.as_deref() {
+            None => None,
+            Some(h) => Some(crate::mime::parse_hint(h).ok_or_else(|| {
+                MemError::bad_request(format!("mime {h:?} is not a MIME type"))
+                    .with_hint("give type/subtype, e.g. text/markdown, or leave mime out")
+                    .with_details(json!({ "field": "mime" }))
+            })?),
+        };
         // The key is claimed before the content arrives, so a duplicate
         // sent while this upload still streams is refused, not run twice.
         let key = crate::door::checked_key(req.idempotency_key.as_deref())?.map(str::to_string);
@@ -177,7 +209,9 @@ impl Caller<'_> {
             Some(k) => Some(self.svc.claim_key(&self.access.replay_identity(), k)?),
             None => None,
         };
-        let staged = self.svc.stage_content(reader, path.name())?;
+        let staged = self
+            .svc
+            .stage_content(reader, path.name(), hint.as_deref())?;
         let op = PutStaged {
             request: req,
             sha256: staged.sha256,
@@ -375,6 +409,11 @@ pub struct ListFolder {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 4096))]
     pub cursor: Option<String>,
+    /// Only files carrying every one of these tags, from the folder and
+    /// every folder below it (no folder entries then).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "fields::tags")]
+    pub tags: Vec<String>,
 }
 
 impl Operation for ListFolder {
@@ -394,14 +433,23 @@ impl Operation for ListFolder {
             );
         }
         let cursor = self.cursor.as_deref();
+        let tags = crate::files::validate_tags(&self.tags)?;
+        let list = |p: &VPath| {
+            if tags.is_empty() {
+                c.svc.list_folder(p, cursor, limit)
+            } else {
+                c.svc.list_tagged(p, &tags, cursor, limit)
+            }
+        };
         if c.access.sees(&path) {
-            return c.svc.list_folder(&path, cursor, limit);
+            return list(&path);
         }
         if !c.access.leads_to(&path) {
             return Err(MemError::not_found("folder", path.as_str()));
         }
-        // A folder above the boundary shows only the way down to it.
-        let mut listing = c.svc.list_folder(&path, cursor, limit)?;
+        // A folder above the boundary shows only the way down to it (and
+        // of tagged files, those inside the boundary).
+        let mut listing = list(&path)?;
         listing.entries.retain(|e| {
             let p = match e {
                 Entry::Folder { path, .. } => path,

@@ -18,6 +18,7 @@ pub mod plugins;
 pub mod recall;
 pub mod related;
 pub mod tasks;
+pub mod timeline;
 pub mod web;
 
 fn yes() -> bool {

@@ -226,6 +226,10 @@ pub struct ContextPack {
     /// When the pack is empty: what to try next.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<String>,
+    /// The answer to a counting question ("how many photos from 2012"):
+    /// the count on the timeline with cited samples (see `recall::count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<super::count::TimelineSummary>,
     pub trace: PackTrace,
 }
 
@@ -235,7 +239,7 @@ pub(super) fn content_terms(q: &str) -> Vec<String> {
         "a", "an", "the", "of", "to", "in", "on", "at", "for", "and", "or", "is", "are", "was",
         "were", "be", "it", "this", "that", "with", "as", "by", "from", "what", "when", "where",
         "who", "how", "why", "which", "did", "do", "does", "we", "i", "you", "our", "my", "about",
-        "should", "can", "there", "any",
+        "should", "can", "there", "any", "many",
     ];
     let mut out: Vec<String> = Vec::new();
     for w in q
@@ -516,6 +520,7 @@ impl Service {
             partial,
             warnings,
             suggestions: Vec::new(),
+            timeline: None,
             trace: PackTrace {
                 query: QueryTrace {
                     text: req.query.clone(),
@@ -536,6 +541,19 @@ impl Service {
                 omitted: 0,
             },
         };
+        // A counting question's answer comes first: the lanes get what
+        // its text leaves of the budget.
+        if let Some(mut summary) = self.count_summary(req)? {
+            if summary.fit(max_chars) {
+                pack.used_chars += summary.chars;
+                pack.timeline = Some(summary);
+            } else {
+                pack.warnings.push(format!(
+                    "the timeline count ({}) does not fit max_chars {max_chars}",
+                    summary.count
+                ));
+            }
+        }
         for (lane, h, why) in placed {
             let chars = h.text.chars().count();
             if pack.used_chars + chars > max_chars {
@@ -593,7 +611,7 @@ impl Service {
             .collect();
         pack.trace.packed = packed.len();
         pack.trace.omitted = pack.omitted.len();
-        if packed.is_empty() {
+        if packed.is_empty() && pack.timeline.is_none() {
             // A pack that found nothing is still an answer: empty lanes,
             // what is missing, and how to retry. Only lanes that failed
             // outright, with nothing surviving, make it unavailable.
@@ -619,7 +637,11 @@ impl Service {
         }
         // A term is answered when a packed item mentions it, or when it
         // names the kind, type or role of a packed item ("storage decision").
-        let texts: Vec<String> = packed.iter().map(|i| i.text.to_lowercase()).collect();
+        let texts: Vec<String> = packed
+            .iter()
+            .map(|i| i.text.to_lowercase())
+            .chain(pack.timeline.iter().map(|t| t.text.to_lowercase()))
+            .collect();
         let labels: Vec<String> = packed
             .iter()
             .map(|i| {

@@ -8,7 +8,8 @@
 
 mod conflict;
 pub mod context;
-mod period;
+pub mod count;
+pub(crate) mod period;
 mod read_gate;
 mod selection;
 mod sync;
@@ -25,6 +26,7 @@ use mem_core::store::Table;
 use mem_core::time::{Timestamp, parse_rfc3339};
 use mem_core::{ErrorCode, MemError, MemResult, VPath};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -94,6 +96,11 @@ pub struct SearchQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::ops::fields::opt_source")]
     pub source: Option<String>,
+    /// Only files of this type: `image`, `doc` (text, PDF, office
+    /// documents), `audio`, or `any` (every file; no memories).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::ops::fields::opt_file_type")]
+    pub file_type: Option<String>,
     /// 1 to 200 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 200))]
@@ -194,7 +201,7 @@ fn parse_bound(s: &str, end_of_day: bool) -> MemResult<i64> {
 
 /// Turns a request's flags into index filters (validating them).
 pub(crate) fn filters_of(q: &SearchQuery) -> MemResult<SearchFilters> {
-    let source = match q.source.as_deref() {
+    let mut source = match q.source.as_deref() {
         None | Some("") | Some("all") => None,
         Some("memory") | Some("memories") => Some(SourceKind::Memory),
         Some("file") | Some("files") => Some(SourceKind::File),
@@ -203,6 +210,25 @@ pub(crate) fn filters_of(q: &SearchQuery) -> MemResult<SearchFilters> {
                 .with_hint("use memory, file or all"));
         }
     };
+    // A file type filter: files only, of that MIME family.
+    let mut kind_prefixes = Vec::new();
+    if let Some(t) = q.file_type.as_deref() {
+        let allowed = crate::mime::FILE_TYPES.join(", ");
+        let prefixes = crate::mime::type_prefixes(t).ok_or_else(|| {
+            MemError::bad_request(format!("unknown file type {t:?}"))
+                .with_hint(format!("use one of {allowed}"))
+                .with_details(json!({ "field": "type", "allowed": crate::mime::FILE_TYPES }))
+        })?;
+        if source == Some(SourceKind::Memory) {
+            return Err(MemError::bad_request(
+                "a file type filter finds files, and source is memory",
+            )
+            .with_hint("leave out type, or search source file or all")
+            .with_details(json!({ "field": "type" })));
+        }
+        source = Some(SourceKind::File);
+        kind_prefixes = prefixes.iter().map(|p| p.to_string()).collect();
+    }
     let mut lifecycles = Vec::new();
     for l in &q.lifecycle {
         match l.as_str() {
@@ -238,6 +264,7 @@ pub(crate) fn filters_of(q: &SearchQuery) -> MemResult<SearchFilters> {
         .transpose()?;
     Ok(SearchFilters {
         source,
+        kind_prefixes,
         kinds: q
             .kinds
             .iter()

@@ -126,8 +126,8 @@ fn forms() -> &'static [Form] {
                 format!(r"\b(?:in|during|early|late|mid|of|around|throughout|last|this)\s+{MONTH_FULL}\b"),
                 |c, _| Some(Span::Month(month_number(c.get(1)?.as_str())?)),
             ),
-            // in 2023
-            form(r"\b(?:in|during|of|throughout)\s+(\d{4})\b".into(), |c, _| {
+            // in 2023, photos from 2012
+            form(r"\b(?:in|during|of|throughout|from)\s+(\d{4})\b".into(), |c, _| {
                 year_span(year(c, 1)?)
             }),
             // Relative to now (UTC).
@@ -186,6 +186,139 @@ pub fn period_in(query: &str, now: Timestamp) -> Option<Period> {
                 },
             })
         })
+    })
+}
+
+/// The forms a timeline period is written in, for hints and errors.
+pub const PERIOD_FORMS: &str =
+    "2012, 2012-03, 2012-03-04, or a range of them: 2012-03..2012-08, 2012-03-04..2012-03-09";
+/// A date the timeline reads: a year, a month or a day.
+const DATE_PATTERN: &str = "[0-9]{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?";
+/// Longest period a timeline covers, in months (its answer lists months).
+pub const MAX_PERIOD_MONTHS: u32 = 1200;
+
+/// The JSON Schema pattern of a timeline period (what the door enforces;
+/// [`parse_period`] reads exactly these strings).
+pub fn period_pattern() -> String {
+    format!("^{DATE_PATTERN}(\\.\\.{DATE_PATTERN})?$")
+}
+
+/// A calendar period of whole days, compared with an item's local time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatePeriod {
+    /// As written.
+    pub text: String,
+    /// First day.
+    pub from: NaiveDate,
+    /// The day after the last (exclusive).
+    pub until: NaiveDate,
+}
+
+impl DatePeriod {
+    /// Whether a local wall-clock time falls in the period.
+    pub fn contains(&self, t: chrono::NaiveDateTime) -> bool {
+        let d = t.date();
+        d >= self.from && d < self.until
+    }
+
+    /// The last day (inclusive).
+    pub fn last_day(&self) -> NaiveDate {
+        self.until.pred_opt().unwrap_or(self.until)
+    }
+
+    /// A dated recall period (UTC midnights) as whole days; `None` for a
+    /// month of any year or a period without both ends.
+    pub fn of_recall(p: &Period) -> Option<Self> {
+        Some(Self {
+            text: p.text.clone(),
+            from: p.from?.date_naive(),
+            until: p.until?.date_naive(),
+        })
+    }
+}
+
+fn period_error(text: &str, why: &str, unprocessable: bool) -> mem_core::MemError {
+    use mem_core::{ErrorCode, MemError};
+    let code = if unprocessable {
+        ErrorCode::Unprocessable
+    } else {
+        ErrorCode::BadRequest
+    };
+    MemError::new(code, format!("period {text:?} {why}"))
+        .with_hint(format!("write the period as {PERIOD_FORMS}"))
+        .with_details(serde_json::json!({
+            "field": "period",
+            "accepted": ["YYYY", "YYYY-MM", "YYYY-MM-DD", "FROM..TO"],
+        }))
+}
+
+/// One date of a period: its first day and the day after its last.
+fn date_span(s: &str) -> Option<Result<(NaiveDate, NaiveDate), ()>> {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let shape = match b.len() {
+        4 => digits(0..4),
+        7 => digits(0..4) && b[4] == b'-' && digits(5..7),
+        10 => digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10),
+        _ => false,
+    };
+    if !shape {
+        return None;
+    }
+    let y: i32 = s[0..4].parse().ok()?;
+    let m: u32 = s.get(5..7).map_or(Some(1), |v| v.parse().ok())?;
+    let d: u32 = s.get(8..10).map_or(Some(1), |v| v.parse().ok())?;
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let Some(start) = NaiveDate::from_ymd_opt(y, m, d) else {
+        // 2012-02-30: the right shape, but no such day.
+        return Some(Err(()));
+    };
+    let end = match b.len() {
+        4 => start.checked_add_months(Months::new(12)),
+        7 => start.checked_add_months(Months::new(1)),
+        _ => start.succ_opt(),
+    };
+    Some(end.map(|e| (start, e)).ok_or(()))
+}
+
+/// Reads a timeline period: `2012`, `2012-03`, `2012-03-04`, or
+/// `FROM..TO` of those (both ends included). A string of another shape is
+/// `bad_request`; a well-formed one naming no such day, ending before it
+/// starts or longer than [`MAX_PERIOD_MONTHS`] is `unprocessable`.
+pub fn parse_period(text: &str) -> mem_core::MemResult<DatePeriod> {
+    let (a, b) = match text.split_once("..") {
+        Some((a, b)) => (a, Some(b)),
+        None => (text, None),
+    };
+    let span = |s: &str| match date_span(s) {
+        None => Err(period_error(text, "is not a period", false)),
+        Some(Err(())) => Err(period_error(text, "names a day that does not exist", true)),
+        Some(Ok(span)) => Ok(span),
+    };
+    let (from, first_end) = span(a)?;
+    let until = match b {
+        Some(b) => span(b)?.1,
+        None => first_end,
+    };
+    if until <= from {
+        return Err(period_error(text, "ends before it starts", true));
+    }
+    if from
+        .checked_add_months(Months::new(MAX_PERIOD_MONTHS))
+        .is_none_or(|limit| until > limit)
+    {
+        return Err(period_error(
+            text,
+            &format!("is longer than {MAX_PERIOD_MONTHS} months"),
+            true,
+        ));
+    }
+    Ok(DatePeriod {
+        text: text.to_string(),
+        from,
+        until,
     })
 }
 
@@ -253,6 +386,12 @@ mod tests {
             ),
             ("budget of dec 2023", "dec 2023", "2023-12-01", "2024-01-01"),
             ("report 2024-12", "2024-12", "2024-12-01", "2025-01-01"),
+            (
+                "how many photos from 2012",
+                "from 2012",
+                "2012-01-01",
+                "2013-01-01",
+            ),
             (
                 "How many times did she go to the beach in 2023?",
                 "in 2023",
@@ -325,6 +464,65 @@ mod tests {
             "",
         ] {
             assert_eq!(period_in(q, now()), None, "{q}");
+        }
+    }
+
+    #[test]
+    fn timeline_periods_are_years_months_days_and_ranges_of_them() {
+        let p = |t: &str| {
+            let p = parse_period(t).unwrap_or_else(|e| panic!("{t}: {e:?}"));
+            (p.from.to_string(), p.last_day().to_string())
+        };
+        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(p("2012"), s("2012-01-01", "2012-12-31"));
+        assert_eq!(p("2012-02"), s("2012-02-01", "2012-02-29"));
+        assert_eq!(p("2012-03-04"), s("2012-03-04", "2012-03-04"));
+        assert_eq!(p("2012-03..2012-08"), s("2012-03-01", "2012-08-31"));
+        assert_eq!(p("2012-03-04..2012-03-09"), s("2012-03-04", "2012-03-09"));
+        assert_eq!(p("2011..2012-01-15"), s("2011-01-01", "2012-01-15"));
+        let jan = parse_period("2012-01").unwrap();
+        assert!(jan.contains("2012-01-31T23:59:59".parse().unwrap()));
+        assert!(!jan.contains("2012-02-01T00:00:00".parse().unwrap()));
+    }
+
+    #[test]
+    fn bad_periods_are_refused_with_the_accepted_forms() {
+        use mem_core::ErrorCode;
+        let re = Regex::new(&period_pattern()).unwrap();
+        for t in [
+            "",
+            "12",
+            "2012-3",
+            "2012-13",
+            "2012-00",
+            "2012-03-32",
+            "2012/03",
+            " 2012",
+            "2012..",
+            "..2012",
+            "2012...2013",
+            "2012..2013..2014",
+            "last year",
+            "2012-03-04T10:00",
+            "２０１２",
+        ] {
+            let e = parse_period(t).expect_err(t);
+            assert_eq!(e.code, ErrorCode::BadRequest, "{t}");
+            assert!(e.hint.contains("2012-03..2012-08"), "{t}");
+            assert!(!re.is_match(t), "the schema admits {t:?}");
+        }
+        for t in [
+            "2012-02-30",
+            "2013..2012",
+            "2012-03-09..2012-03-04",
+            "1900..2101",
+        ] {
+            let e = parse_period(t).expect_err(t);
+            assert_eq!(e.code, ErrorCode::Unprocessable, "{t}");
+            assert!(re.is_match(t), "the schema refuses {t:?}");
+        }
+        for t in ["2012", "2012-03..2012-08", "0001-01-01", "9999-12"] {
+            assert!(re.is_match(t) && parse_period(t).is_ok(), "{t}");
         }
     }
 
