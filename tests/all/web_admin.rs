@@ -328,8 +328,17 @@ fn the_status_page_shows_the_queue_the_index_and_budget_usage() {
     crate::governance::set_config(&ws, "[budgets]\nkinds = { note = 2000 }\n");
     let local = ws.write("plan.md", b"# Plan\n\nShip it.\n");
     ws.run(&["put", p(&local), "--to", "/docs"]).ok();
-    ws.run(&["remember", "Ship the plan on Friday", "--kind", "note"])
-        .ok();
+    ws.run(&[
+        "remember",
+        "Ship the plan on Friday",
+        "--kind",
+        "note",
+        "--path",
+        "/docs",
+        "--idempotency-key",
+        "status-1",
+    ])
+    .ok();
     token(&ws, "viewer", "read,search", &[]);
     let srv = Server::start(&ws, &[]);
     let (cookie, _) = sign_in(&link(&ws, &srv, &[]));
