@@ -106,11 +106,7 @@ fn budgets(st: &Value) -> String {
     for b in st["budgets"].as_array().into_iter().flatten() {
         let usage = b["usage"].as_u64().unwrap_or(0);
         let limit = b["limit"].as_u64().unwrap_or(0);
-        let pct = if limit == 0 {
-            100
-        } else {
-            usage.saturating_mul(100) / limit
-        };
+        let pct = usage.saturating_mul(100).checked_div(limit).unwrap_or(100);
         let _ = write!(
             rows,
             r#"<tr><th scope="row">{name}</th><td>{usage}</td><td>{limit}</td><td><meter min="0" max="{limit}" value="{usage}" high="{high}" aria-label="{name}: {pct}% used"></meter> {pct}%</td></tr>"#,
