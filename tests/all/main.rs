@@ -32,4 +32,5 @@ mod schemas;
 mod store_errors;
 mod timeline;
 mod web;
+mod web_admin;
 mod webdriver;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// A sign-in link from `mem-host web` (through the running server).
-fn link(ws: &Ws, srv: &Server, extra: &[&str]) -> String {
+pub(crate) fn link(ws: &Ws, srv: &Server, extra: &[&str]) -> String {
     let mut args = vec!["web", "--url", &srv.base];
     args.extend_from_slice(extra);
     let out = ws.run(&args).ok().json();
@@ -16,7 +16,7 @@ fn link(ws: &Ws, srv: &Server, extra: &[&str]) -> String {
     out["url"].as_str().unwrap().to_string()
 }
 
-fn no_redirects() -> ureq::Agent {
+pub(crate) fn no_redirects() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
@@ -26,7 +26,7 @@ fn no_redirects() -> ureq::Agent {
 
 /// Visits a sign-in link; the session cookie's `name=value`, and the
 /// Set-Cookie header whole.
-fn sign_in(url: &str) -> (String, String) {
+pub(crate) fn sign_in(url: &str) -> (String, String) {
     let r = no_redirects().get(url).call().unwrap();
     assert_eq!(r.status().as_u16(), 303, "sign-in redirects");
     let set = r
@@ -40,7 +40,7 @@ fn sign_in(url: &str) -> (String, String) {
     (pair, set)
 }
 
-fn get_page(srv: &Server, cookie: &str, path: &str) -> (u16, String) {
+pub(crate) fn get_page(srv: &Server, cookie: &str, path: &str) -> (u16, String) {
     let mut r = no_redirects()
         .get(&srv.url(path))
         .header("cookie", cookie)
@@ -50,7 +50,7 @@ fn get_page(srv: &Server, cookie: &str, path: &str) -> (u16, String) {
 }
 
 /// The CSRF token a page's forms carry.
-fn csrf_of(html: &str) -> String {
+pub(crate) fn csrf_of(html: &str) -> String {
     let at = html
         .find(r#"name="csrf" value=""#)
         .expect("a form with a CSRF token");
@@ -58,7 +58,7 @@ fn csrf_of(html: &str) -> String {
     rest[..rest.find('"').unwrap()].to_string()
 }
 
-fn post_form(
+pub(crate) fn post_form(
     srv: &Server,
     cookie: &str,
     origin: Option<&str>,
@@ -410,7 +410,7 @@ fn the_audit_page_filters_by_action_and_pages_older() {
     assert_eq!(code, 400, "{bad}");
 }
 
-fn artifacts() -> PathBuf {
+pub(crate) fn artifacts() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .unwrap()
@@ -446,7 +446,13 @@ fn a_person_walks_the_page_in_a_real_browser() {
     review_gate(&ws);
     let srv = Server::start(&ws, &[]);
     let b = Browser::start(&chromium, &driver);
-    let shot = |name: &str| b.screenshot(&shots.join(format!("{name}.png")));
+    // Each page at a desktop's 1280x800 and a phone's 390x844.
+    let shot = |name: &str| {
+        b.screenshot(&shots.join(format!("{name}-1280x800.png")));
+        b.resize(390, 844);
+        b.screenshot(&shots.join(format!("{name}-390x844.png")));
+        b.resize(1280, 800);
+    };
 
     // Sign in: the link lands on the ledger with an HttpOnly, Strict cookie.
     b.goto(&link(&ws, &srv, &[]));
@@ -532,6 +538,7 @@ fn a_person_walks_the_page_in_a_real_browser() {
     assert!(b.text("main").contains("approved"), "{}", b.source());
     b.goto(&srv.url("/review"));
     assert!(b.text("main").contains("Nothing waits"));
+    shot("07-review-queue");
 
     // Forget a memory through the confirmation.
     b.goto(&memory_url);
@@ -552,6 +559,8 @@ fn a_person_walks_the_page_in_a_real_browser() {
     );
     shot("09-audit");
     b.goto(&srv.url("/status"));
+    assert!(b.text("#queue").contains("done"), "{}", b.source());
+    assert!(!b.all("#index").is_empty(), "{}", b.source());
     shot("09-status");
 
     // A task's checkpoints and what resuming it hands an agent.
@@ -582,10 +591,60 @@ fn a_person_walks_the_page_in_a_real_browser() {
     );
     shot("10-task");
 
-    // Plugins with their capabilities; a token created (its secret shown
-    // once) and revoked.
+    // A bundle checked, with what its verified manifest holds; an import
+    // into this (not empty) workspace is refused and shown as its error.
+    let bundle = ws.path("ws.mem-bundle");
+    ws.run(&["export", "--out", crate::support::p(&bundle)])
+        .ok();
+    b.goto(&srv.url("/tasks"));
+    b.type_into("#bundle-in input[type=file]", crate::support::p(&bundle));
+    b.submit("#bundle-in button[value=verify]");
+    assert!(
+        b.text("#bundle-counts").contains("memories records"),
+        "{}",
+        b.source()
+    );
+    shot("10-bundle-checked");
+    b.goto(&srv.url("/tasks"));
+    b.type_into("#bundle-in input[type=file]", crate::support::p(&bundle));
+    b.submit("#bundle-in button[value=import]");
+    assert_eq!(b.all("section.error .code").len(), 1, "{}", b.source());
+
+    // Plugins with their capabilities: one installed from its .wasm and
+    // manifest, granted what it asks for, then removed.
+    let fixture = mem_bundled::fixture("wants-kv").expect("fixture built");
     b.goto(&srv.url("/plugins"));
+    assert!(
+        b.text("#plugin-text").contains("processor"),
+        "{}",
+        b.source()
+    );
     shot("11-plugins");
+    b.type_into(
+        "#install input[name=wasm]",
+        crate::support::p(&fixture.wasm_path()),
+    );
+    b.type_into(
+        "#install input[name=manifest]",
+        crate::support::p(&fixture.manifest_path()),
+    );
+    b.submit("#install button[type=submit]");
+    assert!(
+        b.text("main").contains("Installed plugin wants-kv"),
+        "{}",
+        b.source()
+    );
+    shot("11-plugin-installed");
+    b.submit("#plugin-wants-kv form[action='/plugins/grant'] button");
+    assert!(
+        b.text("#plugin-wants-kv .granted").contains("kv"),
+        "{}",
+        b.source()
+    );
+    b.submit("#plugin-wants-kv form.remove button");
+    assert!(b.text("main").contains("Removed plugin wants-kv"));
+
+    // A token created (its secret shown once) and revoked.
     b.goto(&srv.url("/tokens"));
     b.type_into("#new-token input[name=name]", "ci-bot");
     b.submit("#new-token button[type=submit]");
@@ -596,11 +655,8 @@ fn a_person_walks_the_page_in_a_real_browser() {
     let listed = ws.run(&["token", "list"]).ok().json();
     assert!(listed[0]["revoked_at"].is_string(), "{listed}");
 
-    // Readable on a phone.
-    b.resize(390, 844);
     b.goto(&srv.url("/memories?lifecycle=all"));
-    shot("13-memories-phone");
-    b.resize(1280, 800);
+    shot("13-memories");
 
     // A read-only token sees no write controls.
     b.submit("form[action='/signout'] button");
@@ -611,6 +667,19 @@ fn a_person_walks_the_page_in_a_real_browser() {
     b.submit("table.ledger a");
     assert!(b.all("div.actions").is_empty(), "{}", b.source());
     shot("14-read-only");
+    b.goto(&srv.url("/tasks"));
+    assert!(b.all("#bundle").is_empty(), "no export: {}", b.source());
+    assert!(b.all("button[value=import]").is_empty(), "no import");
+    assert!(
+        !b.all("button[value=verify]").is_empty(),
+        "a reader may check"
+    );
+    b.goto(&srv.url("/status"));
+    assert!(b.all("form[action='/status/reindex']").is_empty());
+    b.goto(&srv.url("/drive"));
+    assert!(b.all("input[type=file]").is_empty(), "no upload");
+    assert!(b.all("#mkdir, #move, #remove").is_empty(), "no organising");
+    shot("15-read-only-drive");
 
     // A forged POST with the browser's own session cookie is refused.
     let cookie = b

@@ -42,24 +42,6 @@ pub struct PutFileResult {
     pub deduplicated: bool,
 }
 
-/// One child of a folder in a listing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Entry {
-    Folder {
-        path: VPath,
-        name: String,
-        created_at: Option<Timestamp>,
-    },
-    File(FileRecord),
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Listing {
-    pub path: VPath,
-    pub entries: Vec<Entry>,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MoveResult {
     pub from: VPath,
@@ -386,79 +368,6 @@ impl Service {
         std::io::Read::read_to_end(&mut std::io::Read::take(reader, max_bytes), &mut bytes)
             .map_err(|e| MemError::io(&format!("cannot read the content of {}", file.id), &e))?;
         Ok((file, bytes))
-    }
-
-    /// Lists a folder's direct children (folders first, then by name), or a
-    /// single file when `path` names one.
-    pub(crate) fn list_folder(&self, path: &VPath) -> MemResult<Listing> {
-        if let Some(file) = self.file_at(path)? {
-            return Ok(Listing {
-                path: path.clone(),
-                entries: vec![Entry::File(file.value)],
-            });
-        }
-        if !self.folder_exists(path)? {
-            return Err(MemError::not_found("folder", path.as_str()));
-        }
-        let prefix = path.child_prefix();
-        let direct = |key: &str| !key[prefix.len()..].contains('/');
-        let mut entries = Vec::new();
-        for (key, raw) in scan_all(self.store(), Table::Folders, &prefix)? {
-            if direct(&key) {
-                let rec: FolderRecord = crate::records::decode(Table::Folders, &key, &raw)?;
-                entries.push(Entry::Folder {
-                    name: rec.path.name().to_string(),
-                    path: rec.path,
-                    created_at: Some(rec.created_at),
-                });
-            }
-        }
-        for (key, id) in scan_all(self.store(), Table::FilePaths, &prefix)? {
-            if direct(&key) {
-                let id = String::from_utf8_lossy(&id).to_string();
-                if let Some(f) = load::<FileRecord>(self.store(), Table::Files, &id)? {
-                    entries.push(Entry::File(f.value));
-                }
-            }
-        }
-        Ok(Listing {
-            path: path.clone(),
-            entries,
-        })
-    }
-
-    /// The files at `path` or anywhere below it that carry every one of
-    /// `tags` (a tag is not bound to a folder, so neither is this view).
-    /// Scans the folder's file paths: bounded by what the folder holds.
-    pub(crate) fn list_tagged(&self, path: &VPath, tags: &[String]) -> MemResult<Listing> {
-        let carries = |f: &FileRecord| tags.iter().all(|t| f.tags.contains(t));
-        if let Some(file) = self.file_at(path)? {
-            let entries = if carries(&file.value) {
-                vec![Entry::File(file.value)]
-            } else {
-                Vec::new()
-            };
-            return Ok(Listing {
-                path: path.clone(),
-                entries,
-            });
-        }
-        if !self.folder_exists(path)? {
-            return Err(MemError::not_found("folder", path.as_str()));
-        }
-        let mut entries = Vec::new();
-        for (_, id) in scan_all(self.store(), Table::FilePaths, &path.child_prefix())? {
-            let id = String::from_utf8_lossy(&id).to_string();
-            if let Some(f) = load::<FileRecord>(self.store(), Table::Files, &id)?
-                && carries(&f.value)
-            {
-                entries.push(Entry::File(f.value));
-            }
-        }
-        Ok(Listing {
-            path: path.clone(),
-            entries,
-        })
     }
 
     fn node(&self, target: &str) -> MemResult<Node> {

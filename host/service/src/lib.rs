@@ -22,6 +22,7 @@ mod files;
 pub mod gate;
 pub mod handoff;
 pub mod lint;
+mod listing;
 mod memories;
 mod mime;
 pub mod navigation;
@@ -43,11 +44,12 @@ pub use audit::{Actor, AuditEntry, AuditQuery, AuditVerification};
 pub use budget::BudgetUsage;
 pub use config::WorkspaceConfig;
 pub use door::{Caller, Done, Operation};
-pub use files::{Entry, Listing, MkdirResult, MoveResult, PutFileResult, RemoveResult};
+pub use files::{MkdirResult, MoveResult, PutFileResult, RemoveResult};
 pub use gate::{
     Evidence, EvidenceStance, Proposal, ProposalOutcome, ProposalRequest, ProposalStatus,
     ReviewItem, WriteRoute,
 };
+pub use listing::{Entry, Listing};
 pub use memories::{ListMemories, MAX_LIST_LIMIT, MAX_LIST_SCAN, Page, RememberOutcome};
 /// File types (`type` filters) as families of MIME types.
 pub use mime::{FILE_TYPES, file_type_of, type_prefixes};

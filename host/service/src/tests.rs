@@ -143,7 +143,7 @@ fn listing_shows_direct_children_including_empty_folders() {
     put(&svc, "/docs/sub/b.md", b"b");
     svc.mkdir(&p("/docs/empty"), false).unwrap();
     let names: Vec<String> = svc
-        .list_folder(&p("/docs"))
+        .list_folder(&p("/docs"), None, 1000)
         .unwrap()
         .entries
         .iter()
@@ -153,6 +153,87 @@ fn listing_shows_direct_children_including_empty_folders() {
         })
         .collect();
     assert_eq!(names, ["empty/", "sub/", "a.md"]);
+}
+
+#[test]
+fn a_long_folder_lists_in_pages_folders_first_skipping_subtrees() {
+    let (_d, svc) = service();
+    for i in 0..5 {
+        put(&svc, &format!("/big/f{i}.md"), format!("{i}").as_bytes());
+    }
+    for sub in ["a", "b", "c"] {
+        put(&svc, &format!("/big/{sub}/deep/x.md"), b"x");
+        svc.mkdir(&p(&format!("/big/{sub}/empty")), false).unwrap();
+    }
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = svc.list_folder(&p("/big"), cursor.as_deref(), 2).unwrap();
+        assert!(page.entries.len() <= 2);
+        pages += 1;
+        names.extend(page.entries.iter().map(|e| match e {
+            Entry::Folder { name, .. } => format!("{name}/"),
+            Entry::File(f) => f.name.clone(),
+        }));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(
+        names,
+        [
+            "a/", "b/", "c/", "f0.md", "f1.md", "f2.md", "f3.md", "f4.md"
+        ]
+    );
+    assert_eq!(pages, 4);
+    let e = svc.list_folder(&p("/big"), Some("bogus"), 2).unwrap_err();
+    assert_eq!(e.code, ErrorCode::BadRequest);
+}
+
+#[test]
+fn a_tagged_listing_reaches_below_the_folder_in_pages() {
+    let (_d, svc) = service();
+    for (path, tags) in [
+        ("/t/a.md", vec!["x"]),
+        ("/t/b.md", vec![]),
+        ("/t/sub/c.md", vec!["x", "y"]),
+        ("/t/sub/deep/d.md", vec!["x"]),
+        ("/t/z.md", vec!["y"]),
+        ("/elsewhere.md", vec!["x"]),
+    ] {
+        svc.put_test(crate::TestPut {
+            path: p(path),
+            bytes: path.as_bytes().to_vec(),
+            tags: tags.into_iter().map(String::from).collect(),
+            replace: false,
+        })
+        .unwrap();
+    }
+    let tags = ["x".to_string()];
+    let mut paths = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = svc
+            .list_tagged(&p("/t"), &tags, cursor.as_deref(), 2)
+            .unwrap();
+        assert!(page.entries.len() <= 2);
+        paths.extend(page.entries.iter().map(|e| match e {
+            Entry::File(f) => f.path.as_str().to_string(),
+            Entry::Folder { .. } => panic!("a tagged listing holds files only"),
+        }));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(paths, ["/t/a.md", "/t/sub/c.md", "/t/sub/deep/d.md"]);
+    // A folder page's cursor does not continue a tagged listing.
+    let e = svc
+        .list_tagged(&p("/t"), &tags, Some("f:a.md"), 2)
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::BadRequest);
 }
 
 #[test]

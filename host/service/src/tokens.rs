@@ -58,7 +58,7 @@ pub struct TokenInfo {
     pub quota_per_day: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revoked_at: Option<Timestamp>,
-    /// Calls counted today (UTC) against the quota.
+    /// Calls made today (UTC); they count against the quota when one is set.
     #[serde(default)]
     pub calls_today: u64,
 }
@@ -311,22 +311,21 @@ impl Service {
                 mem_core::time::to_rfc3339(&at)
             )));
         }
-        if let Some(quota) = rec.quota_per_day {
-            self.count_call(&rec, quota)?;
-        }
+        self.count_call(&rec, rec.quota_per_day)?;
         Access::token(rec.id, rec.name, rec.scopes, rec.paths)
     }
 
-    /// Counts one call for today; refuses when the quota is spent. The
+    /// Counts one call for today (every token: the owner's token list
+    /// shows today's calls); refuses when a quota is set and spent. The
     /// count is flushed with the store's regular flush, not per call: a
     /// crash may forget a few calls, never grant more than a day's quota
     /// in normal operation.
-    fn count_call(&self, rec: &TokenRecord, quota: u64) -> MemResult<()> {
+    fn count_call(&self, rec: &TokenRecord, quota: Option<u64>) -> MemResult<()> {
         let key = usage_key(&rec.id, &today());
         for _ in 0..16 {
             let raw = self.store().get(Table::Tokens, &key)?;
             let used = raw.as_deref().map(parse_count).unwrap_or(0);
-            if used >= quota {
+            if let Some(quota) = quota.filter(|q| used >= *q) {
                 let retry_after = seconds_to_midnight();
                 return Err(MemError::new(
                     ErrorCode::QuotaExceeded,
@@ -348,6 +347,11 @@ impl Service {
                 Err(mem_core::store::StoreError::ConditionFailed { .. }) => continue,
                 Err(e) => return Err(e.into()),
             }
+        }
+        if quota.is_none() {
+            // Without a quota the count only informs: a call is never
+            // refused because its count lost a race.
+            return Ok(());
         }
         Err(MemError::new(
             ErrorCode::VersionConflict,
@@ -482,6 +486,16 @@ mod tests {
         assert_eq!(e.code, ErrorCode::QuotaExceeded);
         assert!(e.details["retry_after"].as_u64().unwrap() > 0);
         assert_eq!(s.list_tokens().unwrap()[0].calls_today, 2);
+    }
+
+    #[test]
+    fn calls_are_counted_for_a_token_without_a_quota() {
+        let (_d, s) = svc();
+        let t = s.create_token(&req("free", &["search"])).unwrap();
+        for _ in 0..3 {
+            s.authenticate(&t.secret).unwrap();
+        }
+        assert_eq!(s.list_tokens().unwrap()[0].calls_today, 3);
     }
 
     #[test]

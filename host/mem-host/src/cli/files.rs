@@ -540,13 +540,22 @@ pub fn info(c: &Client, out: &Out, a: InfoArgs) -> MemResult<()> {
 }
 
 pub fn ls(c: &Client, out: &Out, a: LsArgs) -> MemResult<()> {
+    // `ls` shows the whole folder: it follows the listing's pages.
     let tagged = !a.tags.is_empty();
-    let listing = c
-        .run(ListFolder {
-            path: Some(a.path),
-            tags: a.tags,
-        })?
-        .value;
+    let list = |cursor| {
+        c.run(ListFolder {
+            path: Some(a.path.clone()),
+            tags: a.tags.clone(),
+            cursor,
+            ..ListFolder::default()
+        })
+    };
+    let mut listing = list(None)?.value;
+    while let Some(cursor) = listing.next_cursor.take() {
+        let page = list(Some(cursor))?.value;
+        listing.entries.extend(page.entries);
+        listing.next_cursor = page.next_cursor;
+    }
     out.emit(&listing, |l| {
         if l.entries.is_empty() && tagged {
             return format!("no file in {} carries those tags", l.path);

@@ -1,7 +1,5 @@
-//! The owner's controls: plugins (world, version, digest, requested and
-//! granted capabilities, limits, failures; grant and revoke) and tokens
-//! (scopes, paths, expiry, today's calls; create, with the secret shown
-//! once, and revoke).
+//! The owner's tokens: scopes, paths, expiry and today's calls; create
+//! (the secret shown once) and revoke. Plugins are [`super::plugins`].
 
 use super::html::{esc, field, input, qp, text};
 use super::{Session, WebForm, see};
@@ -11,16 +9,12 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{get, post};
 use mem_service::ops::admin::{TokenList, TokenRevoke};
-use mem_service::ops::plugins::{PluginGrant, PluginList, PluginRevoke};
 use mem_service::tokens::TokenRequest;
 use serde_json::{Value, json};
 use std::fmt::Write;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/plugins", get(plugins))
-        .route("/plugins/grant", post(grant))
-        .route("/plugins/revoke", post(revoke))
         .route("/tokens", get(tokens).post(create_token))
         .route("/tokens/revoke", post(revoke_token))
 }
@@ -30,77 +24,6 @@ fn joined(v: &Value) -> String {
         .map(|a| a.iter().map(text).collect::<Vec<_>>().join(", "))
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "none".into())
-}
-
-async fn plugins(s: Session, State(st): State<AppState>) -> Response {
-    let list = match s.run::<PluginList>(&st, json!({})).await {
-        Ok(l) => l,
-        Err(e) => return s.fail("Plugins", &e),
-    };
-    let mut out = String::new();
-    for p in list.as_array().into_iter().flatten() {
-        let m = &p["manifest"];
-        let name = text(&m["name"]);
-        let mut actions = String::new();
-        for c in p["missing"].as_array().into_iter().flatten() {
-            let c = text(c);
-            actions.push_str(&s.button(
-                "/plugins/grant",
-                &format!("Grant {c}"),
-                &[("name", &name), ("capability", &c)],
-            ));
-        }
-        for c in p["granted"].as_array().into_iter().flatten() {
-            let c = text(c);
-            actions.push_str(&s.button(
-                "/plugins/revoke",
-                &format!("Revoke {c}"),
-                &[("name", &name), ("capability", &c)],
-            ));
-        }
-        let _ = write!(
-            out,
-            r#"<section class="plugin"><h2>{n} {v}</h2><dl><dt>World</dt><dd>{w}</dd><dt>Digest</dt><dd>{d}</dd><dt>Enabled</dt><dd>{en}</dd><dt>Requested</dt><dd>{rq}</dd><dt>Granted</dt><dd>{gr}</dd><dt>Limits</dt><dd>{lim}</dd><dt>Calls</dt><dd>{calls}</dd><dt>Failures</dt><dd>{fails}</dd></dl><div class="actions">{actions}</div></section>"#,
-            n = esc(&name),
-            v = field(m, "version"),
-            w = field(m, "world"),
-            d = field(m, "sha256"),
-            en = field(p, "enabled"),
-            rq = esc(&joined(&p["requested"])),
-            gr = esc(&joined(&p["granted"])),
-            lim = esc(&p["limits"].to_string()),
-            calls = field(&p["failures"], "calls"),
-            fails = field(&p["failures"], "total"),
-        );
-    }
-    if out.is_empty() {
-        out = r#"<p class="empty">No plugins are installed.</p>"#.into();
-    }
-    s.page("Plugins", &out)
-}
-
-async fn change(st: &AppState, f: &WebForm, grant: bool) -> Response {
-    let args = json!({
-        "name": f.get("name").unwrap_or(""),
-        "capabilities": [f.get("capability").unwrap_or("")],
-    });
-    let done = if grant {
-        f.session.run::<PluginGrant>(st, args).await
-    } else {
-        f.session.run::<PluginRevoke>(st, args).await
-    };
-    match done {
-        Ok(_) => see("/plugins"),
-        Err(e) => f.session.fail("Plugins", &e),
-    }
-}
-
-async fn grant(State(st): State<AppState>, f: WebForm) -> Response {
-    change(&st, &f, true).await
-}
-
-async fn revoke(State(st): State<AppState>, f: WebForm) -> Response {
-    change(&st, &f, false).await
 }
 
 fn token_table(s: &Session, list: &Value) -> String {

@@ -2,15 +2,12 @@
 //! multipart form, enhanced with drag-and-drop and progress by app.js),
 //! and a file's page with its processing status and text.
 
-use super::html::{esc, field, qp, text};
-use super::{Session, check_write, see};
+use super::html::{esc, field, next_link, qp, text};
+use super::{Session, see};
 use crate::AppState;
 use axum::Router;
-use axum::extract::{
-    DefaultBodyLimit, FromRequest, FromRequestParts, Multipart, Query, Request, State,
-};
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{DefaultBodyLimit, Query, Request, State};
+use axum::response::Response;
 use axum::routing::{get, post};
 use base64::Engine;
 use mem_core::MemError;
@@ -21,6 +18,9 @@ use mem_service::ops::related::GetRelated;
 use serde_json::json;
 use std::collections::HashMap;
 use std::fmt::Write;
+
+/// Entries a page of a folder shows; the rest follow the "Next page" link.
+const PAGE: usize = 100;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
@@ -66,7 +66,17 @@ async fn folder(
         .filter(|p| !p.is_empty())
         .unwrap_or("/")
         .to_string();
-    let listing = match s.run::<ListFolder>(&st, json!({ "path": path })).await {
+    // `limit` (at most a page) keeps its value along the pages.
+    let limit = q
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .map(|l| l.clamp(1, PAGE));
+    let mut args = json!({ "path": path, "limit": limit.unwrap_or(PAGE) });
+    let cursor = q.get("cursor").filter(|c| !c.is_empty());
+    if let Some(c) = cursor {
+        args["cursor"] = json!(c);
+    }
+    let listing = match s.run::<ListFolder>(&st, args).await {
         Ok(l) => l,
         Err(e) => return s.fail("Drive", &e),
     };
@@ -96,8 +106,23 @@ async fn folder(
         r#"<p class="empty">This folder is empty.</p>"#.to_string()
     } else {
         format!(
-            r#"<div class="scroll"><table><caption>Contents of {}</caption><thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Bytes</th><th scope="col">Processing</th></tr></thead><tbody>{rows}</tbody></table></div>"#,
-            esc(&path)
+            r#"<div class="scroll"><table id="listing"><caption>Contents of {}</caption><thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Bytes</th><th scope="col">Processing</th></tr></thead><tbody>{rows}</tbody></table></div>{first}{next}"#,
+            esc(&path),
+            first = if cursor.is_some() {
+                format!(
+                    r#"<p class="pager"><a href="/drive?path={}">First page</a></p>"#,
+                    esc(&qp(&path))
+                )
+            } else {
+                String::new()
+            },
+            next = next_link(
+                &match limit {
+                    Some(l) => format!("/drive?path={}&limit={l}", qp(&path)),
+                    None => format!("/drive?path={}", qp(&path)),
+                },
+                &listing["next_cursor"]
+            ),
         )
     };
     let upload = if s.can(Scope::Write) {
@@ -145,72 +170,27 @@ async fn folder(
     )
 }
 
-/// Reads the upload form: the CSRF token, the folder, then the file.
+/// The upload form: the CSRF token (checked before the file is read),
+/// the folder, optional source metadata, then the file.
 async fn upload(State(st): State<AppState>, req: Request) -> Response {
-    let (mut parts, body) = req.into_parts();
-    let s = match Session::from_request_parts(&mut parts, &st).await {
-        Ok(s) => s,
+    let up = match super::upload::Upload::read(&st, req).await {
+        Ok(u) => u,
         Err(r) => return r,
     };
-    let headers: HeaderMap = parts.headers.clone();
-    let mut mp = match Multipart::from_request(Request::from_parts(parts, body), &st).await {
-        Ok(m) => m,
-        Err(e) => return e.into_response(),
+    let s = &up.session;
+    let Some((name, bytes)) = up.file("file").filter(|(n, _)| !n.is_empty()) else {
+        let e = MemError::bad_request("the form carries no file")
+            .with_hint("choose a file and submit the form again");
+        return s.fail("Upload", &e);
     };
-    let bad =
-        |m: String| MemError::bad_request(m).with_hint("choose a file and submit the form again");
-    let (mut csrf, mut folder, mut file) = (None, "/".to_string(), None);
-    let mut source: Option<String> = None;
-    loop {
-        let field = match mp.next_field().await {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(e) => return s.fail("Upload", &bad(format!("cannot read the upload: {e}"))),
-        };
-        match field.name() {
-            Some("csrf") => csrf = field.text().await.ok(),
-            Some("folder") => folder = field.text().await.unwrap_or_default(),
-            Some("source_metadata") => {
-                source = field.text().await.ok().filter(|t| !t.trim().is_empty())
-            }
-            Some("file") => {
-                // The CSRF token comes first in the form: nothing is read
-                // into memory for a request that would be refused.
-                if let Err(r) = check_write(&s, &headers, csrf.as_deref()) {
-                    return r;
-                }
-                let name = field.file_name().unwrap_or("").to_string();
-                match field.bytes().await {
-                    Ok(b) if b.len() <= st.opts.file_body_limit => file = Some((name, b)),
-                    Ok(_) => {
-                        return s.fail(
-                            "Upload",
-                            &MemError::new(
-                                mem_core::ErrorCode::PayloadTooLarge,
-                                "the file is too large",
-                            )
-                            .with_hint("raise the limit with `serve --max-upload`"),
-                        );
-                    }
-                    Err(e) => return s.fail("Upload", &bad(format!("cannot read the file: {e}"))),
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Err(r) = check_write(&s, &headers, csrf.as_deref()) {
-        return r;
-    }
-    let Some((name, bytes)) = file.filter(|(n, _)| !n.is_empty()) else {
-        return s.fail("Upload", &bad("the form carries no file".into()));
-    };
+    let folder = up.get("folder").unwrap_or("/");
     let path = format!("{}/{name}", folder.trim_end_matches('/'));
     let mut args = json!({
         "path": path,
-        "content_base64": base64::engine::general_purpose::STANDARD.encode(&bytes),
+        "content_base64": base64::engine::general_purpose::STANDARD.encode(bytes),
         "wait": false,
     });
-    if let Some(text) = source {
+    if let Some(text) = up.get("source_metadata") {
         args["source_metadata"] = json!(text);
     }
     match s.run::<PutFileRequest>(&st, args).await {

@@ -8,13 +8,16 @@
 mod admin;
 mod annotations;
 mod audit;
+mod bundles;
 mod drive;
 mod html;
 mod memories;
+mod plugins;
 mod recall;
 mod review;
 mod status;
 mod tasks;
+mod upload;
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -65,7 +68,9 @@ pub(crate) fn router() -> Router<AppState> {
         .merge(annotations::routes())
         .merge(status::routes())
         .merge(tasks::routes())
+        .merge(bundles::routes())
         .merge(admin::routes())
+        .merge(plugins::routes())
         .layer(middleware::from_fn(security_headers))
 }
 

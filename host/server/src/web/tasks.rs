@@ -1,14 +1,14 @@
 //! Tasks: the tasks this token may see, a task's checkpoint history, and
-//! the preview of what resuming it hands an agent.
+//! the preview of what resuming it hands an agent; bundles below them
+//! ([`super::bundles`]).
 
 use super::Session;
 use super::html::{esc, field, next_link, qp, text};
 use crate::AppState;
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
-use mem_service::access::Scope;
 use mem_service::ops::tasks::{ListCheckpoints, ListTasks, ResumeTask};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -18,7 +18,6 @@ pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/tasks", get(list))
         .route("/tasks/task", get(show))
-        .route("/tasks/bundle", get(bundle))
 }
 
 async fn list(
@@ -57,36 +56,7 @@ async fn list(
             next_link("/tasks", &page["next_cursor"])
         )
     };
-    let export = if s.can(Scope::Admin) {
-        format!(
-            r#"<section aria-labelledby="bundle-h"><h2 id="bundle-h">Export a bundle</h2><p>The workspace (or one folder) as a bundle another machine imports with <code>mem-host import</code>.</p><form method="get" action="/tasks/bundle" class="filters" id="bundle">{}<button type="submit">Download the bundle</button></form></section>"#,
-            super::html::input(
-                "scope",
-                "Folder (empty: everything)",
-                "",
-                r#"placeholder="/""#
-            )
-        )
-    } else {
-        String::new()
-    };
-    s.page("Tasks", &format!("{body}{export}"))
-}
-
-/// The bundle as a download, through the same export as `GET /v1/bundle`.
-async fn bundle(
-    s: Session,
-    State(st): State<AppState>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    let mut args = Map::new();
-    if let Some(scope) = q.get("scope").map(|v| v.trim()).filter(|v| !v.is_empty()) {
-        args.insert("scope".into(), scope.into());
-    }
-    match crate::rest::raw::export_bundle(&st, s.access.clone(), Value::Object(args)).await {
-        Ok(r) => r.into_response(),
-        Err(e) => s.fail("Export a bundle", &e.0),
-    }
+    s.page("Tasks", &format!("{body}{}", super::bundles::section(&s)))
 }
 
 fn bullets(v: &Value) -> String {

@@ -5,6 +5,7 @@ use super::{fields, yes};
 use crate::access::Scope;
 use crate::door::{Caller, Done, Operation, Replay};
 use crate::files::PutFile;
+use crate::listing::MAX_LISTING;
 use crate::{Entry, Listing, MkdirResult, MoveResult, PutFileResult, RemoveResult};
 use mem_core::model::{FileRecord, SourceMetadata};
 use mem_core::{ErrorCode, MemError, MemResult, VPath};
@@ -392,7 +393,7 @@ impl Operation for ReadFile {
     }
 }
 
-/// `files.list`: a folder's subfolders and files.
+/// `files.list`: a folder's subfolders and files, a page at a time.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListFolder {
@@ -400,6 +401,14 @@ pub struct ListFolder {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "fields::opt_path")]
     pub path: Option<String>,
+    /// Most entries, 1 to 1000 (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+    /// Continue after the previous page (its `next_cursor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 4096))]
+    pub cursor: Option<String>,
     /// Only files carrying every one of these tags, from the folder and
     /// every folder below it (no folder entries then).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -416,12 +425,20 @@ impl Operation for ListFolder {
     fn run(self, c: &Caller<'_>) -> MemResult<Listing> {
         c.require(Scope::Read)?;
         let path = VPath::parse(self.path.as_deref().unwrap_or("/"))?;
+        let limit = self.limit.unwrap_or(MAX_LISTING);
+        if !(1..=MAX_LISTING).contains(&limit) {
+            return Err(
+                MemError::bad_request(format!("limit must be 1 to {MAX_LISTING}"))
+                    .with_details(json!({ "field": "limit" })),
+            );
+        }
+        let cursor = self.cursor.as_deref();
         let tags = crate::files::validate_tags(&self.tags)?;
         let list = |p: &VPath| {
             if tags.is_empty() {
-                c.svc.list_folder(p)
+                c.svc.list_folder(p, cursor, limit)
             } else {
-                c.svc.list_tagged(p, &tags)
+                c.svc.list_tagged(p, &tags, cursor, limit)
             }
         };
         if c.access.sees(&path) {
