@@ -33,12 +33,18 @@ pub(crate) fn mcp_calls(ws: &Ws, srv: &Server, secret: &str, calls: Value) -> Ve
     serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap()
 }
 
-fn rest(method: &str, url: &str, secret: &str, body: Option<&Value>) -> (u16, Value) {
+/// One REST call with a bearer token: the status and the JSON answer.
+pub(crate) fn rest(method: &str, url: &str, secret: &str, body: Option<&Value>) -> (u16, Value) {
     let a = http();
     let auth = format!("Bearer {secret}");
     let resp = match (method, body) {
         ("GET", _) => a.get(url).header("authorization", &auth).call(),
         ("DELETE", _) => a.delete(url).header("authorization", &auth).call(),
+        ("PUT", Some(b)) => a
+            .put(url)
+            .header("authorization", &auth)
+            .header("content-type", "application/json")
+            .send(b.to_string().as_bytes()),
         (_, Some(b)) => a
             .post(url)
             .header("authorization", &auth)

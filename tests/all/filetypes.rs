@@ -216,6 +216,51 @@ fn every_file_type_shows_its_processor_output_and_is_found() {
     );
     ws.run(&["search", "x", "--type", "image", "--source", "memory"])
         .fails("bad_request", 1);
+
+    // Each is on the timeline, placed by the evidence its processor read:
+    // the PDF by its creation date, the photo by its EXIF time (with a
+    // zone); the page and the song (a bare tag year) by when they came.
+    let placed = |name: &str| {
+        let d = info(&ws, &format!("/kb/{name}"));
+        let t = &d["timeline"];
+        (
+            t["time"].as_str().unwrap_or_default()[..7].to_string(),
+            t["time_source"].as_str().unwrap_or_default().to_string(),
+        )
+    };
+    let march = ws.run(&["timeline", "2012-03"]).ok().json();
+    let month = &march["months"][0];
+    assert_eq!(month["month"], "2012-03", "{march}");
+    assert_eq!(
+        (&month["counts"]["images"], &month["counts"]["documents"]),
+        (&serde_json::json!(1), &serde_json::json!(1)),
+        "{march}"
+    );
+    let sources: Vec<(String, String)> = month["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["title"].as_str().unwrap().to_string(),
+                x["time_source"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        sources.contains(&("survey.pdf".into(), "document".into())),
+        "{sources:?}"
+    );
+    assert!(
+        sources.contains(&("beach.jpg".into(), "exif".into())),
+        "{sources:?}"
+    );
+    for name in ["garden.html", "shanty.mp3"] {
+        let (month, source) = placed(name);
+        assert_eq!(source, "uploaded", "{name}");
+        let when = ws.run(&["timeline", &month, "--path", "/kb"]).ok().json();
+        assert!(when.to_string().contains(name), "{name} in {month}: {when}");
+    }
 }
 
 #[test]

@@ -7,6 +7,7 @@
 mod support;
 
 mod adapters;
+mod annotations;
 mod bundles;
 mod conflicts;
 mod contract;

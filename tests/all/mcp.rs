@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const TOOLS: [&str; 26] = [
+const TOOLS: [&str; 27] = [
     "mem_archive",
     "mem_catalog",
     "mem_check",
@@ -23,6 +23,7 @@ const TOOLS: [&str; 26] = [
     "mem_context",
     "mem_export",
     "mem_feedback",
+    "mem_file_annotation_decide",
     "mem_forget",
     "mem_get",
     "mem_import",

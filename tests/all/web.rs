@@ -469,7 +469,7 @@ fn a_person_walks_the_page_in_a_real_browser() {
     // Upload a Markdown file and see it processed.
     let md = ws.write(
         "runbook.md",
-        b"# Runbook\n\nRestart the queue worker with `systemctl restart qw`.\n",
+        b"---\ntags: [ops]\n---\n# Runbook\n\nRestart the queue worker with `systemctl restart qw`.\n",
     );
     b.goto(&srv.url("/drive"));
     b.type_into("input[type=file]", crate::support::p(&md));
@@ -479,6 +479,14 @@ fn a_person_walks_the_page_in_a_real_browser() {
     assert!(!b.all("#chunks code").is_empty(), "{}", b.source());
     assert!(b.text("#chunks").contains("mem://file/"), "locators shown");
     shot("02-file-processed");
+    // What the processor suggested waits for a person: accept it here.
+    assert!(b.text("#annotations").contains("ops"), "{}", b.source());
+    b.click("#annotations tr[data-status=pending] button[value=accept]");
+    b.wait_for(
+        "#annotations tr[data-status=accepted]",
+        Duration::from_secs(10),
+    );
+    shot("02-suggestion-accepted");
     b.goto(&srv.url("/drive"));
     assert!(b.source().contains("runbook.md"));
     // Folder rules: create, move into it, and a refused move shown as its error.

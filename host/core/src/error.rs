@@ -381,8 +381,14 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     (ErrorCode::VersionConflict, "version_conflict"),
     (ErrorCode::BadHandoff, "bad_handoff"),
     (ErrorCode::CheckpointConflict, "checkpoint_conflict"),
-    (ErrorCode::AnnotationDecisionConflict, "annotation_decision_conflict"),
-    (ErrorCode::AnnotationVersionConflict, "annotation_version_conflict"),
+    (
+        ErrorCode::AnnotationDecisionConflict,
+        "annotation_decision_conflict",
+    ),
+    (
+        ErrorCode::AnnotationVersionConflict,
+        "annotation_version_conflict",
+    ),
     (ErrorCode::CursorStale, "cursor_stale"),
     (ErrorCode::ConfirmationRequired, "confirmation_required"),
     (ErrorCode::InvalidState, "invalid_state"),

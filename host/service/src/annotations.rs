@@ -119,11 +119,8 @@ impl Suggestions {
             }
             None => text.to_string(),
         };
-        self.items.push((
-            AnnotationKind::Description,
-            value,
-            producer.to_string(),
-        ));
+        self.items
+            .push((AnnotationKind::Description, value, producer.to_string()));
     }
 }
 

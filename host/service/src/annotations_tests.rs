@@ -158,7 +158,11 @@ fn accepting_a_tag_and_a_description_changes_the_file_and_rejecting_does_not() {
     let actions: Vec<&str> = audit.iter().map(|e| e.action.as_str()).collect();
     assert_eq!(
         actions,
-        ["annotation-reject", "annotation-accept", "annotation-accept"]
+        [
+            "annotation-reject",
+            "annotation-accept",
+            "annotation-accept"
+        ]
     );
     assert!(audit[0].reasons.iter().any(|r| r.contains(&linux.id)));
     assert!(audit[0].reasons.iter().any(|r| r == "reason: looked at it"));
@@ -230,7 +234,10 @@ fn a_hostile_processor_cannot_store_oversize_or_invalid_annotations() {
         .collect();
     assert_eq!(tags.len(), MAX_TAG_ANNOTATIONS);
     assert!(tags.iter().all(|a| crate::files::tag_ok(&a.value)));
-    assert_eq!(tags[0].value, "t0", "invalid tags are dropped, not kept first");
+    assert_eq!(
+        tags[0].value, "t0",
+        "invalid tags are dropped, not kept first"
+    );
     let descs: Vec<&Annotation> = all
         .iter()
         .filter(|a| a.kind == AnnotationKind::Description)

@@ -364,18 +364,14 @@ impl Service {
             if status != IndexStatus::Failed {
                 batch.put(Table::FileContent, id, encode(&merged)?);
                 // What the processors suggest waits for a person's decision.
-                let stored_ann =
-                    load::<FileAnnotations>(self.store(), Table::Annotations, id)?;
+                let stored_ann = load::<FileAnnotations>(self.store(), Table::Annotations, id)?;
                 batch.expect(
                     Table::Annotations,
                     id,
                     stored_ann.as_ref().map(|s| s.raw.clone()),
                 );
-                let anns = crate::annotations::merge(
-                    stored_ann.map(|s| s.value),
-                    &rec,
-                    suggested.clone(),
-                );
+                let anns =
+                    crate::annotations::merge(stored_ann.map(|s| s.value), &rec, suggested.clone());
                 if anns.items.is_empty() && anns.notes.is_empty() {
                     batch.delete(Table::Annotations, id);
                 } else {

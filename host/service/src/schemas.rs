@@ -44,6 +44,13 @@ pub fn public_schemas() -> Vec<(&'static str, Value)> {
             ),
         ),
         (
+            "annotation-decided",
+            schema_of::<crate::annotations::AnnotationDecided>(
+                "annotation-decided",
+                "mem-host annotation decision",
+            ),
+        ),
+        (
             "put-result",
             schema_of::<PutFileResult>("put-result", "mem-host put result"),
         ),

@@ -229,11 +229,11 @@ fn a_tagged_listing_reaches_below_the_folder_in_pages() {
         }
     }
     assert_eq!(paths, ["/t/a.md", "/t/sub/c.md", "/t/sub/deep/d.md"]);
-    // A folder page's cursor does not continue a tagged listing.
-    let e = svc
-        .list_tagged(&p("/t"), &tags, Some("f:a.md"), 2)
-        .unwrap_err();
-    assert_eq!(e.code, ErrorCode::BadRequest);
+    // A cursor is a position: one naming a file resumes after it.
+    let rest = svc
+        .list_tagged(&p("/t"), &tags, Some("f:a.md"), 10)
+        .unwrap();
+    assert_eq!(rest.entries.len(), 2, "{rest:?}");
 }
 
 #[test]

@@ -19,8 +19,9 @@ use std::sync::Mutex;
 /// value as the content, so it must refuse such a store; a version-1 store
 /// is a valid version-2 store and is upgraded at open.
 ///
-/// 3: files carry annotations (the `annotations` table) and an accepted
-/// `description`. A version-2 binary would drop the description when it
+/// 3: files carry annotations (the `annotations` table), an accepted
+/// `description` and the processors' `content_time`. A version-2 binary
+/// would drop those fields when it
 /// rewrites a file record and leave annotations behind a removed file,
 /// so it must refuse such a store; a version-2 store is a valid
 /// version-3 store and is upgraded at open.

@@ -327,10 +327,11 @@ mod tests {
                 .contains(&("date".to_string(), "2026-03-04".to_string()))
         );
         let described = process("---\nsummary: 'Who met, and why'\n---\nText.\n", 1000);
-        assert!(described.metadata.contains(&(
-            "description".to_string(),
-            "Who met, and why".to_string()
-        )));
+        assert!(
+            described
+                .metadata
+                .contains(&("description".to_string(), "Who met, and why".to_string()))
+        );
         // Without front matter nothing is guessed.
         assert!(process("people: Ada\n", 1000).entities.is_empty());
     }

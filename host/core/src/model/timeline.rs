@@ -263,6 +263,7 @@ mod tests {
             sha256: "00".into(),
             mime: "image/jpeg".into(),
             tags: vec![],
+            description: None,
             created_at: at,
             updated_at: at,
             index_status: IndexStatus::Done,

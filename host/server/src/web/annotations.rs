@@ -82,7 +82,9 @@ pub(super) fn section(s: &Session, file: &Value) -> String {
 
 async fn decide(State(st): State<AppState>, f: super::WebForm) -> Response {
     let target = f.get("target").unwrap_or("").to_string();
-    let version = f.get("expected_version").and_then(|v| v.parse::<u64>().ok());
+    let version = f
+        .get("expected_version")
+        .and_then(|v| v.parse::<u64>().ok());
     let reason = f.get("reason").map(str::trim).filter(|r| !r.is_empty());
     let mut args = json!({
         "target": target,

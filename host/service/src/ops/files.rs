@@ -407,7 +407,7 @@ pub struct ListFolder {
     pub limit: Option<usize>,
     /// Continue after the previous page (its `next_cursor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 4096))]
+    #[schemars(length(min = 3, max = 4096), extend("pattern" = crate::listing::CURSOR_PATTERN))]
     pub cursor: Option<String>,
     /// Only files carrying every one of these tags, from the folder and
     /// every folder below it (no folder entries then).
