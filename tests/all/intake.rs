@@ -387,7 +387,7 @@ fn mcp_put_takes_binary_content_and_a_mime_hint() {
         "{}",
         calls[1]
     );
-    for (i, field) in [(2, "/content_base64"), (3, "mime")] {
+    for (i, field) in [(2, "/content_base64"), (3, "/mime")] {
         assert_eq!(calls[i]["is_error"], true, "{}", calls[i]);
         assert_eq!(calls[i]["result"]["code"], "bad_request", "{}", calls[i]);
         assert_eq!(

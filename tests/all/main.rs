@@ -32,6 +32,7 @@ mod rest;
 mod schemas;
 mod store_errors;
 mod timeline;
+mod upload_form;
 mod web;
 mod web_admin;
 mod webdriver;

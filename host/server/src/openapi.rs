@@ -103,9 +103,21 @@ fn operation(route: &Route, g: &mut schemars::SchemaGenerator, config: &Workspac
                     "schema": { "type": "string", "maxLength": max }
                 }));
             }
-            // No body is an empty file (HTTP cannot tell them apart).
+            // No body is an empty file (HTTP cannot tell them apart). A
+            // form carries the source metadata as a part instead of the
+            // header (`rest::form`).
+            let max = mem_core::model::MAX_SOURCE_METADATA_BYTES;
             op["requestBody"] = json!({ "required": false, "content": {
-                "application/octet-stream": { "schema": { "type": "string", "contentMediaType": "application/octet-stream" } }
+                "application/octet-stream": { "schema": { "type": "string", "contentMediaType": "application/octet-stream" } },
+                "multipart/form-data": { "schema": {
+                    "type": "object",
+                    "properties": {
+                        (crate::rest::form::SOURCE_PART): { "type": "string", "maxLength": max, "description": "The source metadata as the X-Mem-Source-Metadata header carries it (not both)." },
+                        (crate::rest::form::FILE_PART): { "type": "string", "format": "binary", "description": "The file's bytes." }
+                    },
+                    "required": [crate::rest::form::FILE_PART],
+                    "additionalProperties": false
+                }}
             }});
         }
         Kind::DocumentIn => {

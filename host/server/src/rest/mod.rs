@@ -4,6 +4,7 @@
 //! is the operation's answer. The OpenAPI document is built from the
 //! same table.
 
+pub(crate) mod form;
 mod params;
 pub(crate) mod raw;
 pub(crate) mod table;
@@ -144,10 +145,21 @@ fn add_source_header(args: &mut Map<String, Value>, headers: &HeaderMap) -> Resu
             .with_hint("send the source metadata as UTF-8 JSON text"),
         )
     })?;
+    add_source(args, text)
+}
+
+/// Adds an upload's source metadata text (from its header or its form),
+/// refusing it twice.
+pub(crate) fn add_source(args: &mut Map<String, Value>, text: String) -> Result<(), ApiError> {
+    // Both are well-formed on their own (no schema can say "not both"):
+    // the metadata as sent is ambiguous, so it is unprocessable.
     if args.contains_key("source_metadata") {
         return Err(ApiError(
-            MemError::bad_request("source metadata is given twice")
-                .with_hint("send it once, in the X-Mem-Source-Metadata header"),
+            MemError::new(
+                mem_core::ErrorCode::BadSourceMetadata,
+                "source metadata is given twice",
+            )
+            .with_hint("send it once: in the X-Mem-Source-Metadata header or the form's source_metadata part"),
         ));
     }
     args.insert("source_metadata".into(), Value::String(text));

@@ -42,7 +42,14 @@ pub(super) fn upload_route(route: Route) -> MethodRouter<AppState> {
             async move {
                 let run = async {
                     let args = request_args(&route, &types, path_params(p)?, &uri, &headers, &[])?;
-                    let limit = st.opts.file_body_limit;
+                    let form = route.kind == Kind::Upload && super::form::is_multipart(&headers);
+                    let file_limit = st.opts.file_body_limit;
+                    // A form's framing and source part come on top of its file.
+                    let limit = if form {
+                        file_limit.saturating_add(super::form::FRAMING_BYTES)
+                    } else {
+                        file_limit
+                    };
                     let over = Arc::new(AtomicBool::new(false));
                     let stream = limited(body, limit, over.clone());
                     let done = match route.kind {
@@ -88,6 +95,27 @@ pub(super) fn upload_route(route: Route) -> MethodRouter<AppState> {
                             let value = result?;
                             let replayed = value.get("replayed") == Some(&Value::Bool(true));
                             Done { value, replayed }
+                        }
+                        _ if form => {
+                            let form = super::form::read(&headers, stream, file_limit).await;
+                            if over.load(Ordering::SeqCst) {
+                                return Err(super::too_large(true));
+                            }
+                            let mut form = form?;
+                            let mut args = args;
+                            if let Some(text) = form.source_metadata.take() {
+                                super::add_source(&mut args, text)?;
+                            }
+                            let done = call(&st, access, move |c| {
+                                let req: PutFileRequest = c.decode(Value::Object(args))?;
+                                c.put_stream(req, &mut form.file)
+                            })
+                            .await?;
+                            Done {
+                                value: serde_json::to_value(done.value)
+                                    .map_err(|e| MemError::internal(e.to_string()))?,
+                                replayed: done.replayed,
+                            }
                         }
                         _ => {
                             let reader = tokio_util::io::StreamReader::new(stream);
