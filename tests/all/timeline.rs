@@ -8,6 +8,7 @@
 use crate::door::mcp_calls;
 use crate::schemas::assert_valid;
 use crate::support::{Server, Ws, http, p, token};
+use crate::web::{get_page, link, sign_in};
 use serde_json::{Value, json};
 
 /// A PNG header (what the image processor reads: no pixels needed).
@@ -342,4 +343,50 @@ fn timeline_over_rest_and_mcp_respects_the_token_paths() {
         calls[2]
     );
     assert!(!summary.to_string().contains("secret"), "{summary}");
+}
+
+#[test]
+fn the_timeline_page_shows_months_with_linked_samples_within_the_session_paths() {
+    let ws = workspace();
+    token(&ws, "photos", "search,read", &["--paths", "/photos"]);
+    let srv = Server::start(&ws, &[]);
+    let (owner, _) = sign_in(&link(&ws, &srv, &[]));
+    let (code, empty) = get_page(&srv, &owner, "/timeline");
+    assert_eq!(code, 200, "{empty}");
+    assert!(empty.contains(r#"name="period""#), "{empty}");
+    let (code, page) = get_page(&srv, &owner, "/timeline?period=2012&type=image");
+    assert_eq!(code, 200, "{page}");
+    let cli = ws.run(&["timeline", "2012", "--type", "image"]).ok().json();
+    assert!(
+        page.contains(&format!(
+            r#"<strong id="timeline-total">{}</strong>"#,
+            cli["totals"]["total"]
+        )),
+        "the page shows the operation's answer: {page}"
+    );
+    for m in months(&cli) {
+        assert!(
+            page.contains(&format!(r#"data-month="{m}""#)),
+            "{m}: {page}"
+        );
+    }
+    assert!(
+        page.contains("/drive/file?target=file_"),
+        "samples link: {page}"
+    );
+    assert!(page.contains("secret.png"), "{page}");
+    let (code, bad) = get_page(&srv, &owner, "/timeline?period=2012-13");
+    assert_eq!(code, 400, "{bad}");
+    assert!(
+        bad.contains("2012-03..2012-08"),
+        "the hint shows the forms: {bad}"
+    );
+
+    let (scoped, _) = sign_in(&link(&ws, &srv, &["--token", "photos"]));
+    let (code, seen) = get_page(&srv, &scoped, "/timeline?period=2012&type=image");
+    assert_eq!(code, 200, "{seen}");
+    assert!(
+        !seen.contains("secret.png"),
+        "outside the token's paths: {seen}"
+    );
 }

@@ -49,6 +49,10 @@ fn post(srv: &Server, secret: &str, path: &str, body: &[u8], header: Option<&str
     )
 }
 
+/// A refused form: what it is, its body, a source header, the status and
+/// the code it must get.
+type Refused<'a> = (&'a str, Vec<u8>, Option<&'a str>, u16, &'a str);
+
 const SOURCE: &[u8] =
     br#"{"captured_at":"2012-03-04T10:00:00+01:00","place":"Porto","lat":41.1,"lon":-8.6}"#;
 
@@ -102,7 +106,7 @@ fn a_bad_form_is_refused_and_stores_nothing() {
     let srv = Server::start(&ws, &["--max-upload", "64"]);
     let secret = token(&ws, "uploader", "read,write", &[]);
     let photo = b"x".as_slice();
-    let cases: Vec<(&str, Vec<u8>, Option<&str>, u16, &str)> = vec![
+    let cases: Vec<Refused> = vec![
         (
             "hostile source",
             form(&[

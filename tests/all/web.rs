@@ -530,6 +530,13 @@ fn a_person_walks_the_page_in_a_real_browser() {
         b.url()
     );
 
+    // The timeline of this year holds the runbook and the memory.
+    let stored = ws.run(&["info", "/ops/runbook.md"]).ok().json();
+    let year = &stored["created_at"].as_str().unwrap()[..4];
+    b.goto(&srv.url(&format!("/timeline?period={year}")));
+    assert!(b.text("#timeline").contains("runbook.md"), "{}", b.source());
+    shot("06-timeline");
+
     // A decision is queued by the gate; approve what is shown.
     b.goto(&srv.url("/memories"));
     b.type_into(

@@ -81,6 +81,7 @@ const NAV: &[(&str, &str, Scope)] = &[
     ("/memories", "Memories", Scope::Read),
     ("/search", "Search", Scope::Search),
     ("/context", "Context", Scope::Search),
+    ("/timeline", "Timeline", Scope::Search),
     ("/review", "Review", Scope::Admin),
     ("/audit", "Audit", Scope::Admin),
     ("/drive", "Drive", Scope::Read),

@@ -17,6 +17,7 @@ mod recall;
 mod review;
 mod status;
 mod tasks;
+mod timeline;
 mod upload;
 
 use crate::AppState;
@@ -68,6 +69,7 @@ pub(crate) fn router() -> Router<AppState> {
         .merge(annotations::routes())
         .merge(status::routes())
         .merge(tasks::routes())
+        .merge(timeline::routes())
         .merge(bundles::routes())
         .merge(admin::routes())
         .merge(plugins::routes())
