@@ -39,6 +39,7 @@ fn the_tool_list_is_the_agent_surface_only() {
             "mem_context",
             "mem_export",
             "mem_feedback",
+            "mem_file_annotation_decide",
             "mem_forget",
             "mem_get",
             "mem_import",
