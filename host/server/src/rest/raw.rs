@@ -138,7 +138,15 @@ pub(super) fn upload_route(route: Route) -> MethodRouter<AppState> {
                     };
                     Ok::<_, ApiError>(answer(&route, done))
                 };
-                run.await.unwrap_or_else(IntoResponse::into_response)
+                let mut resp = run.await.unwrap_or_else(IntoResponse::into_response);
+                // A bundle import may answer (a replay, a refusal) before
+                // it has read the whole upload: the connection cannot carry
+                // another request then, and the client must be told so.
+                if route.kind == Kind::BundleIn {
+                    resp.headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                resp
             }
         },
     )
