@@ -4,12 +4,13 @@
 //! so a folder of any size lists in bounded memory and time per page.
 
 use crate::Service;
-use crate::records::load;
+use crate::records::{load, scan_until};
 use mem_core::model::{FileRecord, FolderRecord};
 use mem_core::store::{Scan, Table};
 use mem_core::time::Timestamp;
 use mem_core::{MemError, MemResult, VPath};
 use serde::{Deserialize, Serialize};
+use std::ops::ControlFlow;
 
 /// Entries a page holds unless asked for fewer; also the most it may hold.
 pub const MAX_LISTING: usize = 1000;
@@ -158,7 +159,7 @@ impl Service {
     ) -> MemResult<Listing> {
         let carries = |f: &FileRecord| tags.iter().all(|t| f.tags.contains(t));
         let prefix = path.child_prefix();
-        let mut after = match After::parse(cursor)? {
+        let after = match After::parse(cursor)? {
             After::Start => None,
             After::Folder(rel) | After::File(rel) => Some(format!("{prefix}{rel}")),
         };
@@ -178,44 +179,30 @@ impl Service {
             return Err(MemError::not_found("folder", path.as_str()));
         }
         let limit = limit.clamp(1, MAX_LISTING);
-        const PAGE: usize = 256;
         let mut entries = Vec::new();
-        loop {
-            let page = self.store().scan(
-                Table::FilePaths,
-                &Scan {
-                    prefix: &prefix,
-                    after: after.as_deref(),
-                    limit: PAGE,
-                    reverse: false,
-                },
-            )?;
-            let done = page.len() < PAGE;
-            for (key, id) in page {
-                let id = String::from_utf8_lossy(&id).to_string();
-                if let Some(f) = load::<FileRecord>(self.store(), Table::Files, &id)?
-                    && carries(&f.value)
-                {
-                    if entries.len() == limit {
-                        let rel = after.as_deref().unwrap_or(&prefix)[prefix.len()..].to_string();
-                        return Ok(Listing {
-                            path: path.clone(),
-                            entries,
-                            next_cursor: Some(format!("f:{rel}")),
-                        });
-                    }
-                    entries.push(Entry::File(f.value));
+        let mut next_cursor = None;
+        // The last key read: where the next page resumes.
+        let mut last = after.clone();
+        scan_until(self.store(), Table::FilePaths, &prefix, after, |key, id| {
+            let id = String::from_utf8_lossy(id);
+            if let Some(f) = load::<FileRecord>(self.store(), Table::Files, &id)?
+                && carries(&f.value)
+            {
+                if entries.len() == limit {
+                    let rel = &last.as_deref().unwrap_or(&prefix)[prefix.len()..];
+                    next_cursor = Some(format!("f:{rel}"));
+                    return Ok(ControlFlow::Break(()));
                 }
-                after = Some(key);
+                entries.push(Entry::File(f.value));
             }
-            if done {
-                return Ok(Listing {
-                    path: path.clone(),
-                    entries,
-                    next_cursor: None,
-                });
-            }
-        }
+            last = Some(key.to_string());
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(Listing {
+            path: path.clone(),
+            entries,
+            next_cursor,
+        })
     }
 
     /// Up to `want` keys of `table` directly under `prefix` (no further

@@ -8,6 +8,7 @@ use mem_core::{ErrorCode, MemError, MemResult};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::ops::ControlFlow;
 
 /// How often an optimistic transaction is recomputed when a concurrent
 /// writer changed what it read, before giving up with `version_conflict`.
@@ -72,8 +73,21 @@ pub(crate) fn scan_each(
     prefix: &str,
     mut each: impl FnMut(&str, &[u8]) -> MemResult<()>,
 ) -> MemResult<()> {
+    scan_until(store, table, prefix, None, |k, v| {
+        each(k, v).map(|()| ControlFlow::Continue(()))
+    })
+}
+
+/// Like [`scan_each`], from strictly after the key `after`, until `each`
+/// breaks (a page that needs only the first few that match).
+pub(crate) fn scan_until(
+    store: &dyn Store,
+    table: Table,
+    prefix: &str,
+    mut after: Option<String>,
+    mut each: impl FnMut(&str, &[u8]) -> MemResult<ControlFlow<()>>,
+) -> MemResult<()> {
     const PAGE: usize = 1024;
-    let mut after: Option<String> = None;
     loop {
         let page = store.scan(
             table,
@@ -86,7 +100,9 @@ pub(crate) fn scan_each(
         )?;
         let done = page.len() < PAGE;
         for (k, v) in &page {
-            each(k, v)?;
+            if each(k, v)?.is_break() {
+                return Ok(());
+            }
         }
         match page.into_iter().last() {
             Some((k, _)) if !done => after = Some(k),

@@ -6,6 +6,13 @@ use mem_service::access::Scope;
 use serde_json::Value;
 use std::fmt::Write;
 
+/// A query parameter, trimmed; `None` when absent or blank.
+pub fn arg(q: &std::collections::HashMap<String, String>, k: &str) -> Option<String> {
+    q.get(k)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
 /// Escapes text for an HTML element or a quoted attribute.
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

@@ -2,7 +2,7 @@
 //! ranks, and a context pack shown as its lanes with citations linking to
 //! their sources, what the budget omitted, and the trace.
 
-use super::html::{esc, field, input, qp, text};
+use super::html::{arg, esc, field, input, qp, text};
 use super::{Session, num_or_text};
 use crate::AppState;
 use axum::Router;
@@ -27,12 +27,6 @@ fn source_href(item: &Value) -> String {
         Some("file") => format!("/drive/file?target={id}"),
         _ => format!("/memories/{id}"),
     }
-}
-
-fn arg(q: &HashMap<String, String>, k: &str) -> Option<String> {
-    q.get(k)
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
 }
 
 async fn search(

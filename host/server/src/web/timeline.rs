@@ -3,7 +3,7 @@
 //! door's `timeline` operation, as on the other surfaces.
 
 use super::Session;
-use super::html::{esc, input, qp, select, text};
+use super::html::{arg, esc, input, qp, select, text};
 use crate::AppState;
 use axum::Router;
 use axum::extract::{Query, State};
@@ -16,12 +16,6 @@ use std::fmt::Write;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new().route("/timeline", get(timeline))
-}
-
-fn arg(q: &HashMap<String, String>, k: &str) -> Option<String> {
-    q.get(k)
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
 }
 
 async fn timeline(
