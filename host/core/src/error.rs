@@ -117,6 +117,10 @@ pub enum ErrorCode {
     /// A bundle entry's SHA-256 or size is not the manifest's.
     #[serde(rename = "bundle_hash_mismatch")]
     BundleHashMismatch,
+    /// The server has more requests waiting than it can start in time; the
+    /// answer says when to retry.
+    #[serde(rename = "overloaded")]
+    Overloaded,
     #[serde(rename = "STORE_LOCKED")]
     StoreLocked,
     #[serde(rename = "STORE_CORRUPT")]
@@ -173,6 +177,7 @@ impl ErrorCode {
         Self::BundleUnsupportedVersion,
         Self::BundleMissingBlob,
         Self::BundleHashMismatch,
+        Self::Overloaded,
         Self::StoreLocked,
         Self::StoreCorrupt,
         Self::StoreUnsupportedVersion,
@@ -289,6 +294,9 @@ impl ErrorCode {
             Self::BundleMissingBlob | Self::BundleHashMismatch => {
                 "the bundle was altered or damaged in transit; export it again from the source workspace"
             }
+            Self::Overloaded => {
+                "the server is busy: retry after the seconds its retry-after header (or details.retry_after) says"
+            }
             Self::StoreLocked => {
                 "another mem-host process holds this workspace; wait for it or stop it"
             }
@@ -357,7 +365,7 @@ impl ErrorCode {
             | Self::BundleHashMismatch => 422,
             Self::BudgetExceeded => 422,
             Self::QuotaExceeded => 429,
-            Self::ProviderUnavailable | Self::StoreLocked => 503,
+            Self::ProviderUnavailable | Self::StoreLocked | Self::Overloaded => 503,
             Self::ContextUnavailable | Self::FetchFailed => 502,
             Self::PluginFailed
             | Self::StoreCorrupt
@@ -419,6 +427,7 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
     ),
     (ErrorCode::BundleMissingBlob, "bundle_missing_blob"),
     (ErrorCode::BundleHashMismatch, "bundle_hash_mismatch"),
+    (ErrorCode::Overloaded, "overloaded"),
     (ErrorCode::StoreLocked, "STORE_LOCKED"),
     (ErrorCode::StoreCorrupt, "STORE_CORRUPT"),
     (

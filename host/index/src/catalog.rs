@@ -142,10 +142,6 @@ impl Catalog {
         self.by_key.get(&key_of(doc_id))
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = u64> + '_ {
-        self.by_key.keys().copied()
-    }
-
     pub fn len(&self) -> usize {
         self.by_key.len()
     }
@@ -155,9 +151,21 @@ impl Catalog {
         self.by_record.clear();
     }
 
-    /// How many documents pass `filters` (to size exact vs ANN search).
-    pub fn count_passing(&self, filters: &SearchFilters) -> usize {
-        self.by_key.values().filter(|m| m.passes(filters)).count()
+    /// The keys of the documents that pass `filters`, or `None` as soon as
+    /// more than `bound` pass. Below the bound the semantic lane compares
+    /// them exhaustively; above it the graph search applies the filter as
+    /// it walks, so an unselective filter never walks the whole catalog.
+    pub fn passing_up_to(&self, filters: &SearchFilters, bound: usize) -> Option<Vec<u64>> {
+        let mut keys = Vec::new();
+        for (&key, m) in &self.by_key {
+            if m.passes(filters) {
+                if keys.len() == bound {
+                    return None;
+                }
+                keys.push(key);
+            }
+        }
+        Some(keys)
     }
 }
 
@@ -228,5 +236,28 @@ mod tests {
             agent_id: Some("x".into()),
             ..Default::default()
         }));
+    }
+
+    #[test]
+    fn passing_up_to_stops_past_its_bound() {
+        let mut c = Catalog::default();
+        for i in 0..10 {
+            let mut m = meta(if i % 2 == 0 { "/even" } else { "/odd" });
+            m.doc_id = format!("d{i}");
+            m.record_id = format!("r{i}");
+            c.insert(m);
+        }
+        let even = SearchFilters {
+            path: Some("/even".into()),
+            ..Default::default()
+        };
+        let mut keys = c.passing_up_to(&even, 5).expect("5 pass, within the bound");
+        keys.sort_unstable();
+        let mut want: Vec<u64> = (0..10).step_by(2).map(|i| key_of(&format!("d{i}"))).collect();
+        want.sort_unstable();
+        assert_eq!(keys, want);
+        assert_eq!(c.passing_up_to(&even, 4), None);
+        assert_eq!(c.passing_up_to(&SearchFilters::default(), 9), None);
+        assert_eq!(c.passing_up_to(&SearchFilters::default(), 10).map(|k| k.len()), Some(10));
     }
 }

@@ -12,15 +12,16 @@ use ort::value::Tensor;
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 /// Texts per forward pass.
 const BATCH: usize = 32;
 /// Longest input in tokens (sentence-transformers' setting for this model).
 const MAX_TOKENS: usize = 256;
-/// Intra-op threads of a session (this host has few cores; a search and a
-/// write never embed at the same time in one process).
-const THREADS: usize = 2;
+/// Most sessions a pool keeps (each holds its own copy of the weights,
+/// about 90 MB for MiniLM).
+const MAX_SESSIONS: usize = 4;
 
 /// ONNX Runtime allows one environment per process; the first library
 /// path wins.
@@ -53,9 +54,41 @@ pub use mem_models::EmbedderFiles;
 pub struct OrtEmbedder {
     model_id: String,
     dimensions: usize,
-    session: Mutex<Session>,
+    sessions: Pool,
     tokenizer: Tokenizer,
     input_names: Vec<String>,
+}
+
+/// One session per core, each running its graph on the calling thread
+/// (one intra-op thread). Profiled at 100k memories: one session with two
+/// intra-op threads made concurrent searches queue on its lock while its
+/// pool threads spun, so the server stopped at about 95 searches/s on two
+/// cores; with a session per core, concurrent queries embed side by side.
+struct Pool {
+    sessions: Vec<Mutex<Session>>,
+    next: AtomicUsize,
+}
+
+impl Pool {
+    /// How many sessions this machine gets: one per core, at most
+    /// [`MAX_SESSIONS`].
+    fn size() -> usize {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, MAX_SESSIONS)
+    }
+
+    /// Runs `f` on a free session, or waits for the next one in turn.
+    fn with<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
+        let n = self.sessions.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        for i in 0..n {
+            if let Some(mut s) = self.sessions[(start + i) % n].try_lock() {
+                return f(&mut s);
+            }
+        }
+        f(&mut self.sessions[start % n].lock())
+    }
 }
 
 impl std::fmt::Debug for OrtEmbedder {
@@ -95,17 +128,24 @@ impl OrtEmbedder {
                 ..Default::default()
             }))
             .map_err(unavailable)?;
-        let session = Session::builder(env)
-            .map_err(unavailable)?
-            .with_optimization_level(GraphOptimizationLevel::All)
-            .map_err(unavailable)?
-            .with_intra_threads(THREADS)
-            .map_err(unavailable)?
-            .commit_from_file(&files.model)
-            .map_err(|e| {
-                unavailable(format!("cannot load model {}: {e}", files.model.display()))
-            })?;
-        let input_names = session
+        let mut sessions = Vec::new();
+        for _ in 0..Pool::size() {
+            let session = Session::builder(env)
+                .map_err(unavailable)?
+                .with_optimization_level(GraphOptimizationLevel::All)
+                .map_err(unavailable)?
+                .with_intra_threads(1)
+                .map_err(unavailable)?
+                .with_inter_threads(1)
+                .map_err(unavailable)?
+                .commit_from_file(&files.model)
+                .map_err(|e| {
+                    unavailable(format!("cannot load model {}: {e}", files.model.display()))
+                })?;
+            sessions.push(Mutex::new(session));
+        }
+        let input_names = sessions[0]
+            .lock()
             .inputs()
             .iter()
             .map(|i| i.name().to_string())
@@ -113,7 +153,10 @@ impl OrtEmbedder {
         Ok(Self {
             model_id: files.model_id.clone(),
             dimensions: files.dimensions,
-            session: Mutex::new(session),
+            sessions: Pool {
+                sessions,
+                next: AtomicUsize::new(0),
+            },
             tokenizer,
             input_names,
         })
@@ -164,12 +207,26 @@ impl OrtEmbedder {
                 Tensor::from_array(arr).map_err(failed)?.upcast(),
             ));
         }
-        let mut session = self.session.lock();
-        let outputs = session.run(inputs).map_err(failed)?;
-        let (shape, data) = outputs[0].try_extract_tensor::<f32>().map_err(failed)?;
-        let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+        self.sessions.with(|session| {
+            let outputs = session.run(inputs).map_err(failed)?;
+            let (shape, data) = outputs[0].try_extract_tensor::<f32>().map_err(failed)?;
+            let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+            self.pooled(&dims, data, &mask)
+        })
+    }
+
+    /// Sentence vectors from the model's output: the mean of the token
+    /// vectors over the attention mask (or the model's own pooled vectors),
+    /// L2-normalized.
+    fn pooled(
+        &self,
+        dims: &[usize],
+        data: &[f32],
+        mask: &Array2<i64>,
+    ) -> Result<Vec<Vec<f32>>, IndexError> {
+        let (rows, cols) = mask.dim();
         let mut out = Vec::with_capacity(rows);
-        match dims.as_slice() {
+        match dims {
             // Token vectors: mean over the attention mask.
             [b, s, h] if *b == rows && *s == cols && *h == self.dimensions => {
                 for r in 0..rows {
@@ -221,15 +278,51 @@ impl Embedder for OrtEmbedder {
         self.dimensions
     }
 
-    /// Embeds in batches of similar lengths (less padding), returning
-    /// vectors in input order.
+    /// Embeds in batches of similar lengths (less padding), as many at
+    /// once as the pool has sessions, returning vectors in input order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for group in order.chunks(BATCH) {
+        let groups: Vec<&[usize]> = order.chunks(BATCH).collect();
+        let run = |group: &[usize]| {
             let batch: Vec<&str> = group.iter().map(|&i| texts[i]).collect();
-            for (&i, v) in group.iter().zip(self.embed_batch(&batch)?) {
+            self.embed_batch(&batch)
+        };
+        let workers = self.sessions.sessions.len().min(groups.len());
+        let embedded: Vec<Result<Vec<Vec<f32>>, IndexError>> = if workers <= 1 {
+            groups.iter().map(|g| run(g)).collect()
+        } else {
+            // Large inputs (ingest): each session takes the next batch.
+            let next = AtomicUsize::new(0);
+            let mut slots: Vec<Option<Result<Vec<Vec<f32>>, IndexError>>> =
+                (0..groups.len()).map(|_| None).collect();
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..workers)
+                    .map(|_| {
+                        s.spawn(|| {
+                            let mut mine = Vec::new();
+                            loop {
+                                let g = next.fetch_add(1, Ordering::Relaxed);
+                                let Some(group) = groups.get(g) else {
+                                    break mine;
+                                };
+                                mine.push((g, run(group)));
+                            }
+                        })
+                    })
+                    .collect();
+                for (g, r) in handles.into_iter().flat_map(|h| h.join().unwrap_or_default()) {
+                    slots[g] = Some(r);
+                }
+            });
+            slots
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|| Err(failed("an embedding worker panicked"))))
+                .collect()
+        };
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for (group, vectors) in groups.iter().zip(embedded) {
+            for (&i, v) in group.iter().zip(vectors?) {
                 out[i] = v;
             }
         }

@@ -227,13 +227,12 @@ impl NativeIndex {
             .next()
             .unwrap_or_default();
         let catalog = self.catalog.read();
-        let candidates = catalog.count_passing(&req.filters);
+        let exact = catalog.passing_up_to(&req.filters, vectors::EXACT_BELOW);
         let allowed = |k: u64| catalog.get(k).is_some_and(|m| m.passes(&req.filters));
-        let mut keys = catalog.keys();
         let found = sem
             .vectors
             .read()
-            .search(&q, depth, candidates, &allowed, &mut keys)?;
+            .search(&q, depth, exact.as_deref(), &allowed)?;
         let floor = MIN_SIMILARITY;
         let below_floor = found.iter().filter(|(_, s)| *s < floor).count();
         let hits = found

@@ -24,7 +24,7 @@ const STATE_FILE: &str = "vectors.json";
 pub(crate) const SAVE_EVERY: Duration = Duration::from_secs(5);
 /// Below this many candidate documents the lane compares exhaustively:
 /// exact, and faster than a graph walk that rejects most nodes.
-const EXACT_BELOW: usize = 4096;
+pub(crate) const EXACT_BELOW: usize = 4096;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct State {
@@ -213,22 +213,23 @@ impl Vectors {
     }
 
     /// The `count` nearest keys among those `allowed` accepts, with cosine
-    /// similarity, best first. `candidates` is how many keys pass `allowed`.
+    /// similarity, best first. `exact` lists every allowed key when there
+    /// are at most [`EXACT_BELOW`] of them (compared exhaustively); `None`
+    /// means more, and the graph search filters as it walks.
     pub fn search(
         &self,
         query: &[f32],
         count: usize,
-        candidates: usize,
+        exact: Option<&[u64]>,
         allowed: &dyn Fn(u64) -> bool,
-        all_keys: &mut dyn Iterator<Item = u64>,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
-        if self.index.size() == 0 || count == 0 || candidates == 0 {
+        if self.index.size() == 0 || count == 0 {
             return Ok(Vec::new());
         }
-        if candidates <= EXACT_BELOW {
+        if let Some(keys) = exact {
             let mut buf = vec![0f32; self.state.dimensions];
-            let mut scored: Vec<(u64, f32)> = Vec::with_capacity(candidates);
-            for key in all_keys.filter(|k| allowed(*k)) {
+            let mut scored: Vec<(u64, f32)> = Vec::with_capacity(keys.len());
+            for &key in keys {
                 if self.index.get(key, &mut buf).map_err(io)? == 0 {
                     continue;
                 }

@@ -75,6 +75,10 @@ pub struct Service {
     processing: processing::ProcessingQueue,
     /// Idempotency keys whose request is running now (see `door`).
     in_flight: parking_lot::Mutex<HashSet<String>>,
+    /// Held while a token's call is counted, so concurrent requests in
+    /// this process count in turn instead of failing each other's
+    /// compare-and-swap (see `tokens`).
+    call_count: parking_lot::Mutex<()>,
     /// Compiled request schemas (see `door`).
     shapes: door::Shapes,
 }
@@ -96,6 +100,7 @@ impl Service {
             recall: Default::default(),
             processing: Default::default(),
             in_flight: Default::default(),
+            call_count: Default::default(),
             shapes: Default::default(),
         }
     }

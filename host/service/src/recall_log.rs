@@ -259,6 +259,14 @@ fn corrupt_key() -> MemError {
 impl crate::Service {
     /// The workspace's fingerprint key, made on first use.
     fn log_key(&self) -> MemResult<Vec<u8>> {
+        if let Some(key) = self.recall.log_key.get() {
+            return Ok(key.clone());
+        }
+        let key = self.load_log_key()?;
+        Ok(self.recall.log_key.get_or_init(|| key).clone())
+    }
+
+    fn load_log_key(&self) -> MemResult<Vec<u8>> {
         for _ in 0..3 {
             if let Some(raw) = self.store().get(Table::RecallLog, KEY)? {
                 let hex = std::str::from_utf8(&raw).map_err(|_| corrupt_key())?;
@@ -306,6 +314,7 @@ impl crate::Service {
 
     /// Appends `record`, keeping the newest `keep`.
     pub(crate) fn append_recall(&self, mut record: RecallRecord, keep: u64) -> MemResult<u64> {
+        let _one_at_a_time = self.recall.log_lock.lock();
         for _ in 0..8 {
             let seq = self.last_seq()? + 1;
             record.seq = seq;

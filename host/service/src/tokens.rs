@@ -322,6 +322,7 @@ impl Service {
     /// in normal operation.
     fn count_call(&self, rec: &TokenRecord, quota: Option<u64>) -> MemResult<()> {
         let key = usage_key(&rec.id, &today());
+        let _in_turn = self.call_count.lock();
         for _ in 0..16 {
             let raw = self.store().get(Table::Tokens, &key)?;
             let used = raw.as_deref().map(parse_count).unwrap_or(0);

@@ -60,6 +60,13 @@ pub(crate) struct RecallState {
     /// Writes were acknowledged that the index has not replayed yet (bulk
     /// writes leave that to the worker or to the next search).
     pub behind: AtomicBool,
+    /// The recall log's fingerprint key, once read (it never changes).
+    pub log_key: OnceLock<Vec<u8>>,
+    /// One recall-log append at a time in this process: concurrent
+    /// searches would otherwise take the same next sequence number and
+    /// retry each other out (the store's condition still guards against
+    /// another process).
+    pub log_lock: parking_lot::Mutex<()>,
 }
 
 /// A search request (CLI flags, REST/MCP body, one `--batch` line).
