@@ -14,6 +14,7 @@ mod catalog;
 pub mod embed;
 mod fusion;
 mod lexical;
+mod query_cache;
 mod vectors;
 
 use catalog::{Catalog, DocMeta, embedding_text, key_of};
@@ -26,7 +27,7 @@ use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use vectors::Vectors;
 
 pub use embed::{EmbedderFiles, LazyEmbedder, OrtEmbedder};
@@ -80,6 +81,7 @@ struct Semantic {
     /// its documents; one whose text is unchanged keeps its vector instead
     /// of being embedded again. What is still here at commit is deleted.
     retired: Mutex<HashMap<u64, u64>>,
+    queries: query_cache::QueryCache,
 }
 
 /// The workspace's search index (lexical + optional semantic lane).
@@ -92,6 +94,11 @@ pub struct NativeIndex {
     catalog: RwLock<Catalog>,
     watermark: AtomicU64,
     rebuild: AtomicBool,
+    /// Searches running now, and how many may run their two lanes on two
+    /// threads: when every core is already searching, a second thread per
+    /// search only adds switching, so the lanes run one after the other.
+    searching: AtomicUsize,
+    cores: usize,
     /// Tests: drop without saving, as a killed process would.
     #[cfg(test)]
     killed: AtomicBool,
@@ -159,6 +166,7 @@ impl NativeIndex {
                     vectors: RwLock::new(vectors),
                     failed: Mutex::new(None),
                     retired: Mutex::new(HashMap::new()),
+                    queries: Default::default(),
                 })
             }
             None => None,
@@ -178,6 +186,8 @@ impl NativeIndex {
             catalog: RwLock::new(catalog),
             watermark: AtomicU64::new(watermark),
             rebuild: AtomicBool::new(rebuild),
+            searching: AtomicUsize::new(0),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             #[cfg(test)]
             killed: AtomicBool::new(false),
         })
@@ -220,12 +230,20 @@ impl NativeIndex {
         if let Some(msg) = sem.failed.lock().clone() {
             return Err(IndexError::Embedding(msg));
         }
-        let q = sem
-            .embedder
-            .embed(&[req.query.as_str()])?
-            .into_iter()
-            .next()
-            .unwrap_or_default();
+        let q = match sem.queries.get(&req.query) {
+            Some(q) => q,
+            None => {
+                let q = Arc::new(
+                    sem.embedder
+                        .embed(&[req.query.as_str()])?
+                        .into_iter()
+                        .next()
+                        .unwrap_or_default(),
+                );
+                sem.queries.put(&req.query, q.clone());
+                q
+            }
+        };
         let catalog = self.catalog.read();
         let exact = catalog.passing_up_to(&req.filters, vectors::EXACT_BELOW);
         let allowed = |k: u64| catalog.get(k).is_some_and(|m| m.passes(&req.filters));
@@ -241,6 +259,22 @@ impl NativeIndex {
             .filter_map(|(k, s)| catalog.get(k).map(|m| (m.doc_id.clone(), s)))
             .collect();
         Ok(SemanticHits { hits, below_floor })
+    }
+}
+
+/// Counts a running search for as long as it lives.
+struct Searching<'a>(&'a AtomicUsize);
+
+impl<'a> Searching<'a> {
+    fn enter(n: &'a AtomicUsize) -> Self {
+        n.fetch_add(1, Ordering::Relaxed);
+        Self(n)
+    }
+}
+
+impl Drop for Searching<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -344,6 +378,7 @@ impl SearchIndex for NativeIndex {
         if let Some(sem) = &self.semantic {
             sem.vectors.write().clear()?;
             sem.retired.lock().clear();
+            sem.queries.clear();
             *sem.failed.lock() = None;
         }
         Ok(())
@@ -356,19 +391,23 @@ impl SearchIndex for NativeIndex {
     fn search(&self, req: &SearchRequest) -> Result<SearchResponse, IndexError> {
         let depth = (req.limit * 2).max(MIN_LANE_DEPTH);
         let run_semantic = req.semantic && !req.query.trim().is_empty();
-        let (lex, sem) = std::thread::scope(|s| {
-            let sem = match (&self.semantic, run_semantic) {
-                (Some(sem), true) => Some(s.spawn(move || self.semantic_lane(sem, req, depth))),
-                _ => None,
-            };
-            let lex = self.lexical.search(&req.query, &req.filters, depth);
-            let sem = sem.map(|h| {
-                h.join().unwrap_or_else(|_| {
+        let _searching = Searching::enter(&self.searching);
+        let side_by_side = self.searching.load(Ordering::Relaxed) <= self.cores;
+        let (lex, sem) = match (&self.semantic, run_semantic) {
+            (Some(sem), true) if side_by_side => std::thread::scope(|s| {
+                let sem = s.spawn(move || self.semantic_lane(sem, req, depth));
+                let lex = self.lexical.search(&req.query, &req.filters, depth);
+                let sem = sem.join().unwrap_or_else(|_| {
                     Err(IndexError::Embedding("the semantic lane panicked".into()))
-                })
-            });
-            (lex, sem)
-        });
+                });
+                (lex, Some(sem))
+            }),
+            (Some(sem), true) => (
+                self.lexical.search(&req.query, &req.filters, depth),
+                Some(self.semantic_lane(sem, req, depth)),
+            ),
+            _ => (self.lexical.search(&req.query, &req.filters, depth), None),
+        };
         let lex = lex?;
         let mut lanes = vec![lane_report(Lane::Lexical, &Ok(lex.len()))];
         let sem_hits = match (&self.semantic, sem) {

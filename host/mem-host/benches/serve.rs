@@ -2,9 +2,11 @@
 //!
 //! `cargo bench -p mem-host --bench serve` builds (once, then reuses) a
 //! workspace of `MEM_BENCH_MEMORIES` memories (default 100000), starts
-//! `mem-host serve`, and drives `POST /v1/search` for `MEM_BENCH_SECS`
-//! seconds (default 10) at concurrency 1, 8 and 64, printing requests/s,
-//! p50, p99 and the error count for each; then the sequential p50/p99 of
+//! `mem-host serve`, and drives lexical search, hybrid search and context
+//! packs for `MEM_BENCH_SECS` seconds (default 10) each at concurrency 1, 8
+//! and 64, printing requests/s, p50, p99, errors, requests shed (503) and
+//! whether answers under load equal the sequential ones, beside the
+//! targets; then the sequential p50/p99 of
 //! lexical-only search, hybrid search, context packs and single remembers
 //! over `MEM_BENCH_QUERIES` requests each (default 1000); then the
 //! web page's memory ledger (first response after sign-in, then p50/p99;
@@ -290,97 +292,9 @@ fn main() {
         .to_string();
 
     let (mut server, base) = start_server(&ws);
-    let url = format!("{base}/v1/search");
-
     let mut rng = Lcg(99);
-    let queries: Arc<Vec<Vec<u8>>> = Arc::new(
-        (0..200)
-            .map(|_| {
-                let words = 2 + rng.next() % 3;
-                serde_json::to_vec(
-                    &serde_json::json!({ "query": rng.sentence(words), "limit": 10 }),
-                )
-                .expect("query json")
-            })
-            .collect(),
-    );
-    println!("POST /v1/search on {n} memories, {secs} s per level");
-    for concurrency in [1usize, 8, 64] {
-        let stop = Arc::new(AtomicBool::new(false));
-        let times = Arc::new(Mutex::new(Vec::<Duration>::new()));
-        let errors = Arc::new(Mutex::new(0usize));
-        let threads: Vec<_> = (0..concurrency)
-            .map(|t| {
-                let (stop, times, errors, queries) =
-                    (stop.clone(), times.clone(), errors.clone(), queries.clone());
-                let (url, secret) = (url.clone(), secret.clone());
-                std::thread::spawn(move || {
-                    let agent: ureq::Agent = ureq::Agent::config_builder()
-                        .http_status_as_error(false)
-                        .timeout_global(Some(Duration::from_secs(30)))
-                        .build()
-                        .into();
-                    let mut mine = Vec::new();
-                    let mut errs = 0;
-                    let mut i = t;
-                    while !stop.load(Ordering::Relaxed) {
-                        let body = &queries[i % queries.len()];
-                        i += concurrency;
-                        let started = Instant::now();
-                        let result = agent
-                            .post(&url)
-                            .header("authorization", format!("Bearer {secret}"))
-                            .header("content-type", "application/json")
-                            .send(&body[..])
-                            .map_err(|e| e.to_string())
-                            .and_then(|mut r| {
-                                let status = r.status().as_u16();
-                                let text = r.body_mut().read_to_string().unwrap_or_default();
-                                if status == 200 {
-                                    Ok(())
-                                } else {
-                                    Err(format!("{status} {text}"))
-                                }
-                            });
-                        match result {
-                            Ok(()) => mine.push(started.elapsed()),
-                            Err(e) => {
-                                if errs == 0 && t == 0 {
-                                    eprintln!(
-                                        "  first error: {}",
-                                        e.chars().take(300).collect::<String>()
-                                    );
-                                }
-                                errs += 1;
-                            }
-                        }
-                    }
-                    times.lock().expect("times").extend(mine);
-                    *errors.lock().expect("errors") += errs;
-                })
-            })
-            .collect();
-        let started = Instant::now();
-        std::thread::sleep(Duration::from_secs(secs));
-        stop.store(true, Ordering::Relaxed);
-        for t in threads {
-            t.join().expect("client thread");
-        }
-        let took = started.elapsed().as_secs_f64();
-        let mut times = times.lock().expect("times").clone();
-        times.sort();
-        let errors = *errors.lock().expect("errors");
-        if times.is_empty() {
-            println!("concurrency {concurrency:>2}: no successful request, {errors} errors");
-            continue;
-        }
-        println!(
-            "concurrency {concurrency:>2}: {:>6} req in {took:.1} s = {:>7.1} req/s, p50 {:>6.1} ms, p99 {:>6.1} ms, errors {errors}",
-            times.len(),
-            times.len() as f64 / took,
-            percentile(&times, 0.50).as_secs_f64() * 1e3,
-            percentile(&times, 0.99).as_secs_f64() * 1e3,
-        );
+    for op in LOAD_OPS {
+        load_levels(op, &base, &secret, secs, n);
     }
     // Sequential latency of each recall operation, as one agent sees it.
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -561,4 +475,249 @@ fn web_ledger(ws: &Path, base: &str, n: usize, reps: usize, query: &str) {
         percentile(&times, 0.50).as_secs_f64() * 1e3,
         percentile(&times, 0.99).as_secs_f64() * 1e3,
     );
+}
+
+/// One recall operation driven under load.
+struct LoadOp {
+    label: &'static str,
+    path: &'static str,
+    /// The request's fixed fields (the query text is added).
+    extra: fn() -> serde_json::Value,
+    /// Requests/s wanted at concurrency 8 (the throughput issue's targets).
+    target_rps_at_8: f64,
+    /// p99 wanted at concurrency 8, if the issue names one.
+    target_p99_ms_at_8: Option<f64>,
+}
+
+const LOAD_OPS: &[LoadOp] = &[
+    LoadOp {
+        label: "lexical search",
+        path: "/v1/search",
+        extra: || serde_json::json!({ "lexical_only": true, "limit": 10 }),
+        target_rps_at_8: 1000.0,
+        target_p99_ms_at_8: None,
+    },
+    LoadOp {
+        label: "hybrid search",
+        path: "/v1/search",
+        extra: || serde_json::json!({ "limit": 10 }),
+        target_rps_at_8: 250.0,
+        target_p99_ms_at_8: Some(60.0),
+    },
+    LoadOp {
+        label: "context pack",
+        path: "/v1/context",
+        extra: || serde_json::json!({ "max_chars": 4000 }),
+        target_rps_at_8: 100.0,
+        target_p99_ms_at_8: None,
+    },
+];
+
+/// Sample queries whose answers are checked under load.
+const SAMPLES: usize = 24;
+/// Every how many requests a client sends a sample query.
+const SAMPLE_EVERY: usize = 4;
+
+fn body_of(op: &LoadOp, query: String) -> Vec<u8> {
+    let mut body = (op.extra)();
+    body["query"] = serde_json::Value::String(query);
+    serde_json::to_vec(&body).expect("query json")
+}
+
+/// An answer without what legitimately varies between two identical
+/// requests: timings and the trace that carries them.
+fn comparable(mut v: serde_json::Value) -> serde_json::Value {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("took_ms");
+        o.remove("trace");
+    }
+    v
+}
+
+/// What one client sees of one request.
+enum Outcome {
+    Ok(serde_json::Value),
+    /// 503 with retry-after: the server shed the request.
+    Shed,
+    Failed(String),
+}
+
+fn post(agent: &ureq::Agent, url: &str, secret: &str, body: &[u8]) -> Outcome {
+    let result = agent
+        .post(url)
+        .header("authorization", format!("Bearer {secret}"))
+        .header("content-type", "application/json")
+        .send(body);
+    match result {
+        Err(e) => Outcome::Failed(e.to_string()),
+        Ok(mut r) => {
+            let status = r.status().as_u16();
+            let retry_after = r.headers().contains_key("retry-after");
+            let text = r.body_mut().read_to_string().unwrap_or_default();
+            match status {
+                200 => serde_json::from_str(&text)
+                    .map_or_else(|e| Outcome::Failed(e.to_string()), Outcome::Ok),
+                503 if retry_after => Outcome::Shed,
+                _ => Outcome::Failed(format!("{status} {text}")),
+            }
+        }
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+#[derive(Default)]
+struct Tally {
+    times: Vec<Duration>,
+    errors: usize,
+    shed: usize,
+    checked: usize,
+    differed: usize,
+}
+
+/// Drives `op` at concurrency 1, 8 and 64 for `secs` each. Every client
+/// sends fresh queries (so nothing is answered from a cache of the
+/// previous round), and every [`SAMPLE_EVERY`]th request one of the
+/// sample queries, whose answer must equal the one it got alone.
+fn load_levels(op: &LoadOp, base: &str, secret: &str, secs: u64, n: usize) {
+    let url = format!("{base}{}", op.path);
+    let mut rng = Lcg(4242);
+    let samples: Vec<Vec<u8>> = (0..SAMPLES)
+        .map(|_| {
+            let words = 2 + rng.next() % 3;
+            body_of(op, rng.sentence(words))
+        })
+        .collect();
+    let alone = agent();
+    let expected: Arc<Vec<serde_json::Value>> = Arc::new(
+        samples
+            .iter()
+            .map(|b| match post(&alone, &url, secret, b) {
+                Outcome::Ok(v) => comparable(v),
+                Outcome::Shed => panic!("{}: a sequential request was shed", op.label),
+                Outcome::Failed(e) => panic!("{}: {e}", op.label),
+            })
+            .collect(),
+    );
+    let samples = Arc::new(samples);
+    println!(
+        "{} ({}) on {n} memories, {secs} s per level",
+        op.label, op.path
+    );
+    for concurrency in [1usize, 8, 64] {
+        let stop = Arc::new(AtomicBool::new(false));
+        let tally = Arc::new(Mutex::new(Tally::default()));
+        let threads: Vec<_> = (0..concurrency)
+            .map(|t| {
+                let (stop, tally, samples, expected) =
+                    (stop.clone(), tally.clone(), samples.clone(), expected.clone());
+                let (url, secret) = (url.clone(), secret.to_string());
+                let extra = op.extra;
+                let label = op.label;
+                std::thread::spawn(move || {
+                    let agent = agent();
+                    let mut rng = Lcg(1000 * concurrency as u64 + t as u64);
+                    let mut mine = Tally::default();
+                    let mut i = t;
+                    while !stop.load(Ordering::Relaxed) {
+                        i += 1;
+                        let sample = (i % SAMPLE_EVERY == 0).then_some(i / SAMPLE_EVERY % SAMPLES);
+                        let body = match sample {
+                            Some(s) => samples[s].clone(),
+                            None => {
+                                let mut body = extra();
+                                let words = 2 + rng.next() % 3;
+                                body["query"] = serde_json::Value::String(rng.sentence(words));
+                                serde_json::to_vec(&body).expect("query json")
+                            }
+                        };
+                        let started = Instant::now();
+                        match post(&agent, &url, &secret, &body) {
+                            Outcome::Ok(v) => {
+                                mine.times.push(started.elapsed());
+                                if let Some(s) = sample {
+                                    mine.checked += 1;
+                                    if comparable(v) != expected[s] {
+                                        if mine.differed == 0 {
+                                            eprintln!("  {label}: sample {s} answered differently under load");
+                                        }
+                                        mine.differed += 1;
+                                    }
+                                }
+                            }
+                            Outcome::Shed => mine.shed += 1,
+                            Outcome::Failed(e) => {
+                                if mine.errors == 0 && t == 0 {
+                                    eprintln!(
+                                        "  first error: {}",
+                                        e.chars().take(300).collect::<String>()
+                                    );
+                                }
+                                mine.errors += 1;
+                            }
+                        }
+                    }
+                    let mut all = tally.lock().expect("tally");
+                    all.times.extend(mine.times);
+                    all.errors += mine.errors;
+                    all.shed += mine.shed;
+                    all.checked += mine.checked;
+                    all.differed += mine.differed;
+                })
+            })
+            .collect();
+        let started = Instant::now();
+        std::thread::sleep(Duration::from_secs(secs));
+        stop.store(true, Ordering::Relaxed);
+        for t in threads {
+            t.join().expect("client thread");
+        }
+        let took = started.elapsed().as_secs_f64();
+        let mut tally = std::mem::take(&mut *tally.lock().expect("tally"));
+        tally.times.sort();
+        if tally.times.is_empty() {
+            println!(
+                "  concurrency {concurrency:>2}: no successful request, {} errors",
+                tally.errors
+            );
+            continue;
+        }
+        let rps = tally.times.len() as f64 / took;
+        let p99 = percentile(&tally.times, 0.99).as_secs_f64() * 1e3;
+        let target = match concurrency {
+            8 => {
+                let mut t = format!("target >= {:.0} req/s", op.target_rps_at_8);
+                if let Some(p) = op.target_p99_ms_at_8 {
+                    t.push_str(&format!(", p99 < {p:.0} ms"));
+                }
+                let met =
+                    rps >= op.target_rps_at_8 && op.target_p99_ms_at_8.is_none_or(|p| p99 < p);
+                format!("  [{t}: {}]", if met { "met" } else { "NOT met" })
+            }
+            64 => format!(
+                "  [target 0 errors, p99 bounded by queueing: {}]",
+                if tally.errors + tally.shed == 0 {
+                    "met"
+                } else {
+                    "NOT met"
+                }
+            ),
+            _ => String::new(),
+        };
+        println!(
+            "  concurrency {concurrency:>2}: {:>6} req in {took:.1} s = {rps:>7.1} req/s, p50 {:>6.1} ms, p99 {p99:>6.1} ms, errors {}, shed {}, same answers {}/{}{target}",
+            tally.times.len(),
+            percentile(&tally.times, 0.50).as_secs_f64() * 1e3,
+            tally.errors,
+            tally.shed,
+            tally.checked - tally.differed,
+            tally.checked,
+        );
+    }
 }

@@ -1,5 +1,5 @@
 //! Errors on the wire: `{code, message, hint, details}` with the status
-//! the code maps to; 429 carries `retry-after`.
+//! the code maps to; 429 and an overloaded 503 carry `retry-after`.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -24,9 +24,12 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let retry_after = (self.0.code == ErrorCode::QuotaExceeded)
-            .then(|| self.0.details["retry_after"].as_u64())
-            .flatten();
+        let retry_after = matches!(
+            self.0.code,
+            ErrorCode::QuotaExceeded | ErrorCode::Overloaded
+        )
+        .then(|| self.0.details["retry_after"].as_u64())
+        .flatten();
         let mut resp = (status, axum::Json(&self.0)).into_response();
         if let Some(secs) = retry_after
             && let Ok(v) = HeaderValue::from_str(&secs.to_string())
@@ -54,5 +57,14 @@ mod tests {
         let r = ApiError(e).into_response();
         assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(r.headers()[header::RETRY_AFTER], "42");
+    }
+
+    #[test]
+    fn an_overloaded_answer_is_503_with_retry_after() {
+        let e = MemError::new(ErrorCode::Overloaded, "busy")
+            .with_details(serde_json::json!({ "retry_after": 1 }));
+        let r = ApiError(e).into_response();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "1");
     }
 }

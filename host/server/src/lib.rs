@@ -4,6 +4,7 @@
 //! request names through the caller's door (`mem_service::door`), so
 //! business rules live in one place.
 
+mod admission;
 mod auth;
 mod error;
 pub mod mcp;
@@ -52,4 +53,6 @@ pub(crate) struct AppState {
     pub svc: Arc<Service>,
     pub metrics: Arc<metrics::Metrics>,
     pub opts: Arc<ServeOptions>,
+    /// How many service calls run at once, and the queue of the rest.
+    pub admission: Arc<admission::Admission>,
 }

@@ -32,6 +32,7 @@ pub async fn serve(
         svc: svc.clone(),
         metrics: Arc::new(Metrics::default()),
         opts: Arc::new(opts),
+        admission: Arc::new(crate::admission::Admission::for_this_machine()),
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     // Without its socket (a path too long for one, say) the server still

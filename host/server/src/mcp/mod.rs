@@ -40,6 +40,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tools::ToolDef;
 
+use crate::admission::Admission;
+
 /// What the agent is told at `initialize`.
 pub const INSTRUCTIONS: &str = "\
 mem-host is this workspace's long-term memory: files (documents, notes) and \
@@ -111,6 +113,9 @@ pub struct MemMcp {
     /// The caller of a stdio session. `None` over HTTP, where every request
     /// carries its own access (and a request without one is refused).
     local: Option<Access>,
+    /// The server's admission queue (HTTP sessions share it with REST);
+    /// a stdio session is one agent and runs its calls directly.
+    admission: Option<Arc<Admission>>,
 }
 
 impl std::fmt::Debug for MemMcp {
@@ -150,11 +155,12 @@ pub async fn serve_stdio_through(backend: Arc<dyn Backend>, access: Access) -> M
 /// layer that puts the caller's [`Access`] into each request's extensions.
 /// Accepts `Host: localhost`, `127.0.0.1` and `::1` on any port (rmcp's
 /// DNS-rebinding guard).
-pub fn http_service(
+pub(crate) fn http_service(
     svc: Arc<Service>,
+    admission: Arc<Admission>,
     cancel: CancellationToken,
 ) -> StreamableHttpService<MemMcp, LocalSessionManager> {
-    let handler = MemMcp::remote(svc);
+    let handler = MemMcp::remote(svc).with_admission(admission);
     StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -239,6 +245,7 @@ impl MemMcp {
             tools: Arc::new(listed(backend.as_ref())),
             backend,
             local: Some(access),
+            admission: None,
         }
     }
 
@@ -248,7 +255,14 @@ impl MemMcp {
             tools: Arc::new(listed(backend.as_ref())),
             backend,
             local: None,
+            admission: None,
         }
+    }
+
+    /// Runs this session's calls through `admission`.
+    pub(crate) fn with_admission(mut self, admission: Arc<Admission>) -> Self {
+        self.admission = Some(admission);
+        self
     }
 
     /// The caller of one request.
@@ -273,9 +287,13 @@ impl MemMcp {
     ) -> MemResult<Done<Value>> {
         let access = self.access_of(ext)?;
         let backend = Arc::clone(&self.backend);
-        tokio::task::spawn_blocking(move || backend.run(&access, name, args))
-            .await
-            .map_err(|e| MemError::internal(format!("the request's worker failed: {e}")))?
+        let run = move || backend.run(&access, name, args);
+        match &self.admission {
+            Some(admission) => admission.run(run).await?,
+            None => tokio::task::spawn_blocking(run)
+                .await
+                .map_err(|e| MemError::internal(format!("the request's worker failed: {e}")))?,
+        }
     }
 
     /// Runs `op` as the request's caller.

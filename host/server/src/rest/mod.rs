@@ -28,17 +28,19 @@ use std::sync::Arc;
 use std::time::Instant;
 use table::{Kind, Route};
 
-/// Runs `f` as `access` on a blocking thread: the service does disk and
-/// model work, which must not stall the async workers.
+/// Runs `f` as `access` on a blocking thread, once the admission queue
+/// lets it start: the service does disk and model work, which must not
+/// stall the async workers.
 pub(crate) async fn call<T: Send + 'static>(
     state: &AppState,
     access: Access,
     f: impl FnOnce(Caller<'_>) -> MemResult<T> + Send + 'static,
 ) -> Result<T, ApiError> {
     let svc = state.svc.clone();
-    tokio::task::spawn_blocking(move || f(svc.caller(&access)))
-        .await
-        .map_err(|e| MemError::internal(format!("request worker failed: {e}")))?
+    state
+        .admission
+        .run(move || f(svc.caller(&access)))
+        .await?
         .map_err(|e| ApiError(over_http(e)))
 }
 
@@ -278,7 +280,8 @@ async fn wrong_method() -> ApiError {
 async fn metrics_text(State(st): State<AppState>) -> Response {
     let svc = st.svc.clone();
     let m = st.metrics.clone();
-    match tokio::task::spawn_blocking(move || m.render(&svc)).await {
+    let queue = st.admission.clone();
+    match tokio::task::spawn_blocking(move || m.render(&svc) + &queue.render()).await {
         Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response(),
         Err(e) => ApiError(MemError::internal(e.to_string())).into_response(),
     }
@@ -315,7 +318,7 @@ pub(crate) fn app(state: AppState, cancel: tokio_util::sync::CancellationToken) 
         &table::routes(),
         &state.svc.config(),
     ));
-    let mcp = crate::mcp::http_service(state.svc.clone(), cancel);
+    let mcp = crate::mcp::http_service(state.svc.clone(), state.admission.clone(), cancel);
     let authed = api(&state)
         .nest_service("/mcp", mcp)
         .route_layer(middleware::from_fn_with_state(
