@@ -80,9 +80,11 @@ pub fn conditional_batches(a: &Arc<dyn Store>, b: &Arc<dyn Store>) {
 
     // Compare-and-swap on the exact bytes, then a delete under a condition.
     let mut batch = Batch::new();
-    batch
-        .expect(Table::Memories, "m", Some(b"1".to_vec()))
-        .put(Table::Memories, "m", b"2".to_vec());
+    batch.expect(Table::Memories, "m", Some(b"1".to_vec())).put(
+        Table::Memories,
+        "m",
+        b"2".to_vec(),
+    );
     b.commit(batch, Durability::Deferred).unwrap();
     b.flush().unwrap();
     let mut batch = Batch::new();
@@ -150,7 +152,10 @@ pub fn log_order(a: &Arc<dyn Store>, b: &Arc<dyn Store>) {
             (3, b"e3".to_vec())
         ]
     );
-    assert_eq!(a.read_log(Log::Events, 1, 1).unwrap(), vec![(2, b"e2".to_vec())]);
+    assert_eq!(
+        a.read_log(Log::Events, 1, 1).unwrap(),
+        vec![(2, b"e2".to_vec())]
+    );
     assert!(a.read_log(Log::Events, 3, 10).unwrap().is_empty());
     assert_eq!(
         b.last_log_entry(Log::Events).unwrap(),
@@ -162,7 +167,15 @@ pub fn log_order(a: &Arc<dyn Store>, b: &Arc<dyn Store>) {
 /// Ordered scans: prefix, resume after a cursor (also one outside the
 /// prefix), reverse, limit, byte-wise order of UTF-8 keys with NUL.
 pub fn scans_with_prefix_cursor_and_reverse(a: &Arc<dyn Store>, b: &Arc<dyn Store>) {
-    let keys = ["a/1", "a/2", "a/3", "a\u{0}x", "a\u{e9}", "b/1", "\u{10348}"];
+    let keys = [
+        "a/1",
+        "a/2",
+        "a/3",
+        "a\u{0}x",
+        "a\u{e9}",
+        "b/1",
+        "\u{10348}",
+    ];
     let mut batch = Batch::new();
     for k in keys {
         batch.put(Table::Folders, k, k.as_bytes().to_vec());
@@ -188,7 +201,15 @@ pub fn scans_with_prefix_cursor_and_reverse(a: &Arc<dyn Store>, b: &Arc<dyn Stor
     };
     assert_eq!(
         scan("", None, 100, false),
-        ["a\u{0}x", "a/1", "a/2", "a/3", "a\u{e9}", "b/1", "\u{10348}"]
+        [
+            "a\u{0}x",
+            "a/1",
+            "a/2",
+            "a/3",
+            "a\u{e9}",
+            "b/1",
+            "\u{10348}"
+        ]
     );
     assert_eq!(scan("a/", None, 100, false), ["a/1", "a/2", "a/3"]);
     assert_eq!(scan("a/", Some("a/1"), 100, false), ["a/2", "a/3"]);
@@ -267,7 +288,9 @@ pub fn crash_between_blob_write_and_commit(a: &Arc<dyn Store>, b: &Arc<dyn Store
     let kept_sha = sha256_hex(&kept);
     a.put_blob(&kept_sha, &kept).unwrap();
     let mut batch = Batch::new();
-    batch.put(Table::Files, "kept", Vec::new()).blob_ref(&kept_sha, 1);
+    batch
+        .put(Table::Files, "kept", Vec::new())
+        .blob_ref(&kept_sha, 1);
     a.commit(batch, Durability::Immediate).unwrap();
 
     // The "crashed" writer: the upload happened, the commit never did.
@@ -285,7 +308,9 @@ pub fn crash_between_blob_write_and_commit(a: &Arc<dyn Store>, b: &Arc<dyn Store
     assert_eq!(b.blob_refcount(&kept_sha).unwrap(), 1);
     // Nothing refers to what went, so a commit naming it fails whole.
     let mut batch = Batch::new();
-    batch.put(Table::Files, "late", Vec::new()).blob_ref(&orphan_sha, 1);
+    batch
+        .put(Table::Files, "late", Vec::new())
+        .blob_ref(&orphan_sha, 1);
     assert!(matches!(
         b.commit(batch, Durability::Immediate),
         Err(StoreError::MissingBlob { .. })

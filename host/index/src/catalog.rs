@@ -253,11 +253,18 @@ mod tests {
         };
         let mut keys = c.passing_up_to(&even, 5).expect("5 pass, within the bound");
         keys.sort_unstable();
-        let mut want: Vec<u64> = (0..10).step_by(2).map(|i| key_of(&format!("d{i}"))).collect();
+        let mut want: Vec<u64> = (0..10)
+            .step_by(2)
+            .map(|i| key_of(&format!("d{i}")))
+            .collect();
         want.sort_unstable();
         assert_eq!(keys, want);
         assert_eq!(c.passing_up_to(&even, 4), None);
         assert_eq!(c.passing_up_to(&SearchFilters::default(), 9), None);
-        assert_eq!(c.passing_up_to(&SearchFilters::default(), 10).map(|k| k.len()), Some(10));
+        assert_eq!(
+            c.passing_up_to(&SearchFilters::default(), 10)
+                .map(|k| k.len()),
+            Some(10)
+        );
     }
 }

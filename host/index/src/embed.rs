@@ -311,7 +311,10 @@ impl Embedder for OrtEmbedder {
                         })
                     })
                     .collect();
-                for (g, r) in handles.into_iter().flat_map(|h| h.join().unwrap_or_default()) {
+                for (g, r) in handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_default())
+                {
                     slots[g] = Some(r);
                 }
             });

@@ -115,7 +115,12 @@ pub(crate) async fn stored_row(i: &Inner, sha256: &str) -> Result<Option<(u64, u
         .await
         .map_err(|e| i.pg(e))?;
     let row = c.query_opt(&stmt, &[&sha256]).await.map_err(|e| i.pg(e))?;
-    Ok(row.map(|r| (r.get::<_, i64>(0).max(0) as u64, r.get::<_, i64>(1).max(0) as u64)))
+    Ok(row.map(|r| {
+        (
+            r.get::<_, i64>(0).max(0) as u64,
+            r.get::<_, i64>(1).max(0) as u64,
+        )
+    }))
 }
 
 /// Makes or refreshes the row before an upload; `true` when the blob is
@@ -309,10 +314,7 @@ async fn missing<T>(i: &Inner, sha256: &str) -> Result<Option<T>, StoreError> {
 }
 
 /// `open_blob`: a small blob whole, a large one read in ranges.
-pub(crate) fn open(
-    s: &PgStore,
-    sha256: &str,
-) -> Result<Option<Box<dyn Read + Send>>, StoreError> {
+pub(crate) fn open(s: &PgStore, sha256: &str) -> Result<Option<Box<dyn Read + Send>>, StoreError> {
     let Some((size, _)) = s.blob_row(sha256)? else {
         return Ok(None);
     };
@@ -358,7 +360,9 @@ impl Read for RangeReader {
             })
             .map_err(std::io::Error::other)?;
             if self.buf.is_empty() {
-                return Err(std::io::Error::other("the object store returned an empty range"));
+                return Err(std::io::Error::other(
+                    "the object store returned an empty range",
+                ));
             }
             self.pos += self.buf.len() as u64;
         }

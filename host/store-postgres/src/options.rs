@@ -157,7 +157,11 @@ mod tests {
             assert!(!m.contains(secret), "{m}");
         }
         let (pg, s3) = opts("host=/run/pg user=mem password='topsecret9'");
-        assert!(!Secrets::of(&pg, &s3).redact("x topsecret9 y").contains("topsecret9"));
+        assert!(
+            !Secrets::of(&pg, &s3)
+                .redact("x topsecret9 y")
+                .contains("topsecret9")
+        );
         assert!(!format!("{pg:?} {s3:?}").contains("topsecret9"));
         assert!(!format!("{s3:?}").contains("s3cr3t"));
     }
@@ -167,7 +171,15 @@ mod tests {
         for ok in ["mem", "team_a", "_x9"] {
             assert!(check_schema(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "Mem", "9a", "a-b", "a\"b", "pg_catalog", &"a".repeat(41)] {
+        for bad in [
+            "",
+            "Mem",
+            "9a",
+            "a-b",
+            "a\"b",
+            "pg_catalog",
+            &"a".repeat(41),
+        ] {
             assert!(check_schema(bad).is_err(), "{bad}");
         }
     }

@@ -453,7 +453,10 @@ impl Store for PgStore {
             let c = i.client().await?;
             let row = c
                 .query_opt(
-                    &format!("SELECT seq, v FROM {} ORDER BY seq DESC LIMIT 1", i.log(log)),
+                    &format!(
+                        "SELECT seq, v FROM {} ORDER BY seq DESC LIMIT 1",
+                        i.log(log)
+                    ),
                     &[],
                 )
                 .await
@@ -527,13 +530,22 @@ mod tests {
         };
         assert_eq!(
             s("a/", Some("0"), false),
-            (Bound::Included(b"a/".to_vec()), Bound::Excluded(b"a0".to_vec()))
+            (
+                Bound::Included(b"a/".to_vec()),
+                Bound::Excluded(b"a0".to_vec())
+            )
         );
         assert_eq!(
             s("a/", Some("a/3"), true),
-            (Bound::Included(b"a/".to_vec()), Bound::Excluded(b"a/3".to_vec()))
+            (
+                Bound::Included(b"a/".to_vec()),
+                Bound::Excluded(b"a/3".to_vec())
+            )
         );
-        assert_eq!(s("", None, false), (Bound::Included(Vec::new()), Bound::Unbounded));
+        assert_eq!(
+            s("", None, false),
+            (Bound::Included(Vec::new()), Bound::Unbounded)
+        );
         assert_eq!(prefix_end(&[0x61, 0xff]), Some(vec![0x62]));
         assert_eq!(prefix_end(&[0xff]), None);
     }
