@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::BIN;
+use common::{BIN, mem};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -34,18 +34,7 @@ fn var(name: &str) -> String {
 }
 
 fn run(ws: &Path, args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .env("MEM_HOME", ws)
-        .args(["--format", "json"])
-        .args(args)
-        .output()
-        .expect("run mem-host");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).to_string()
+    String::from_utf8_lossy(&mem(ws, args)).to_string()
 }
 
 /// A host folder of the shared workspace in `schema`.
@@ -113,13 +102,16 @@ fn post(agent: &ureq::Agent, url: &str, secret: &str, key: Option<&str>, body: &
     }
 }
 
+/// Request `n` against a host's base URL: (URL, idempotency key, body).
+type MakeRequest = Arc<dyn Fn(usize, &str) -> (String, Option<String>, String) + Send + Sync>;
+
 /// Runs `total` requests from `clients` threads spread over `bases`;
 /// requests per second and how many failed.
 fn drive(
     bases: &[String],
     clients: usize,
     total: usize,
-    make: Arc<dyn Fn(usize, &str) -> (String, Option<String>, String) + Send + Sync>,
+    make: MakeRequest,
     secret: &str,
 ) -> (f64, usize) {
     let next = Arc::new(AtomicUsize::new(0));

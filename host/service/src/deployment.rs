@@ -225,7 +225,7 @@ mod tests {
     #[test]
     fn a_secret_in_the_file_is_refused_and_not_echoed() {
         for text in [
-            format!("{SHARED}").replace("url_env", "url = \"postgres://u:hunter22@h/db\"\nurl_env"),
+            SHARED.replace("url_env", "url = \"postgres://u:hunter22@h/db\"\nurl_env"),
             format!("{SHARED}secret_key = \"hunter22\"\n"),
         ] {
             let e = WorkspaceConfig::parse(&text).unwrap_err();

@@ -16,6 +16,9 @@ use std::sync::atomic::Ordering;
 
 type Params<'a> = [&'a (dyn tokio_postgres::types::ToSql + Sync)];
 
+/// A table's net changes: key → new value (`None`: deleted).
+type Changes = HashMap<Vec<u8>, Option<Vec<u8>>>;
+
 /// Applies `batch`; also returns the blobs whose last reference went
 /// (their objects are removed after the commit, see `blobs`).
 pub(crate) async fn commit(
@@ -37,7 +40,7 @@ pub(crate) async fn commit(
     check_conditions(i, &tx, &batch.conditions).await?;
 
     // Net effect per key (the last op wins), per table.
-    let mut records: BTreeMap<&str, (Table, HashMap<Vec<u8>, Option<Vec<u8>>>)> = BTreeMap::new();
+    let mut records: BTreeMap<&str, (Table, Changes)> = BTreeMap::new();
     let mut appends: BTreeMap<&str, (Log, Vec<Vec<u8>>)> = BTreeMap::new();
     let mut order: Vec<Log> = Vec::new();
     let mut refs: Vec<(String, i64)> = Vec::new();
