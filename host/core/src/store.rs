@@ -366,8 +366,10 @@ pub trait Store: Send + Sync {
     fn blob_refcount(&self, sha256: &str) -> Result<u64, StoreError>;
     /// Deletes blobs stored by `put_blob` that no record ever referenced
     /// (left behind by a crash between `put_blob` and `commit`). Cost is
-    /// proportional to such blobs, not to all blobs; run it when no write
-    /// is in flight (at open).
+    /// proportional to such blobs, not to all blobs. The embedded store
+    /// runs it when no write is in flight (at open); a shared store spares
+    /// blobs touched within its grace period, so a sweep on one host never
+    /// takes what another host uploaded and is about to commit.
     fn gc_blobs(&self) -> Result<u64, StoreError>;
 
     /// Entries with a sequence number greater than `after`, oldest first.

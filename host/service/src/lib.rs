@@ -198,4 +198,6 @@ mod fake_host;
 #[cfg(test)]
 mod governance_tests;
 #[cfg(test)]
+mod shared_tests;
+#[cfg(test)]
 mod tests;
