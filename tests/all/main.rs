@@ -30,6 +30,7 @@ mod recall_log;
 mod related;
 mod rest;
 mod schemas;
+mod shared;
 mod store_errors;
 mod timeline;
 mod upload_form;

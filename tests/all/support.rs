@@ -243,6 +243,15 @@ impl Server {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// SIGKILL: the process dies wherever it is.
+    pub fn kill(&self) {
+        let sent = Command::new("kill")
+            .args(["-KILL", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
     /// SIGTERM, then the exit status.
     pub fn stop(mut self) -> std::process::ExitStatus {
         let sent = Command::new("kill")

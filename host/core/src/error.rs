@@ -127,6 +127,9 @@ pub enum ErrorCode {
     StoreCorrupt,
     #[serde(rename = "STORE_UNSUPPORTED_VERSION")]
     StoreUnsupportedVersion,
+    /// A shared store (its database or object store) cannot be reached.
+    #[serde(rename = "STORE_UNAVAILABLE")]
+    StoreUnavailable,
     #[serde(rename = "io_error")]
     Io,
     #[serde(rename = "internal")]
@@ -181,6 +184,7 @@ impl ErrorCode {
         Self::StoreLocked,
         Self::StoreCorrupt,
         Self::StoreUnsupportedVersion,
+        Self::StoreUnavailable,
         Self::Io,
         Self::Internal,
     ];
@@ -306,6 +310,9 @@ impl ErrorCode {
             Self::StoreUnsupportedVersion => {
                 "upgrade mem-host to a version that supports this store"
             }
+            Self::StoreUnavailable => {
+                "check that the database and object store named in mem.toml are running and reachable, then retry"
+            }
             Self::Io => "check free disk space and the permissions of the workspace folder",
             Self::Internal => "this is a bug in mem-host; please report it with the message",
         }
@@ -365,7 +372,10 @@ impl ErrorCode {
             | Self::BundleHashMismatch => 422,
             Self::BudgetExceeded => 422,
             Self::QuotaExceeded => 429,
-            Self::ProviderUnavailable | Self::StoreLocked | Self::Overloaded => 503,
+            Self::ProviderUnavailable
+            | Self::StoreLocked
+            | Self::StoreUnavailable
+            | Self::Overloaded => 503,
             Self::ContextUnavailable | Self::FetchFailed => 502,
             Self::PluginFailed
             | Self::StoreCorrupt
@@ -434,6 +444,7 @@ const CODE_NAMES: &[(ErrorCode, &str)] = &[
         ErrorCode::StoreUnsupportedVersion,
         "STORE_UNSUPPORTED_VERSION",
     ),
+    (ErrorCode::StoreUnavailable, "STORE_UNAVAILABLE"),
     (ErrorCode::Io, "io_error"),
     (ErrorCode::Internal, "internal"),
 ];

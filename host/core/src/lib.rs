@@ -15,6 +15,8 @@ pub mod model;
 pub mod path;
 pub mod plugin;
 pub mod store;
+#[cfg(feature = "conformance")]
+pub mod store_conformance;
 pub mod time;
 
 pub use error::{ErrorCode, MemError, MemResult};

@@ -2,8 +2,8 @@
 //!
 //! The trait is deliberately small and backend-neutral (an ordered
 //! key-value table set with atomic, conditional batches) so that the
-//! embedded sled store and a future PostgreSQL + object-store backend
-//! implement the same contract. Business rules (idempotency, CAS on
+//! embedded sled store and the shared PostgreSQL + object-store backend
+//! implement the same contract (held to it by [`crate::store_conformance`]). Business rules (idempotency, CAS on
 //! `state_version`, folder rules) live in the service layer and are
 //! expressed as batch conditions, never as backend code.
 
@@ -275,6 +275,10 @@ pub enum StoreError {
     MissingBlob { sha256: String },
     #[error("storage I/O failed: {0}")]
     Io(String),
+    /// A shared backend (its database or object store) cannot be reached.
+    /// `reason` never carries a credential.
+    #[error("the {backend} cannot be reached: {reason}")]
+    Unavailable { backend: String, reason: String },
 }
 
 impl From<StoreError> for MemError {
@@ -297,6 +301,9 @@ impl From<StoreError> for MemError {
                 .with_details(serde_json::json!({ "sha256": sha256 })),
             StoreError::Io(_) => MemError::new(ErrorCode::Io, e.to_string())
                 .with_hint("check free disk space and permissions of the workspace folder"),
+            StoreError::Unavailable { backend, .. } => MemError::new(ErrorCode::StoreUnavailable, e.to_string())
+                .with_hint("check that the database and object store named in mem.toml are running and reachable, then retry")
+                .with_details(serde_json::json!({ "backend": backend })),
         }
     }
 }
@@ -311,6 +318,10 @@ impl From<StoreError> for MemError {
 /// - Log sequence numbers strictly increase and are never reused.
 /// - `put_blob` is idempotent; a blob is readable until its reference count
 ///   drops to zero through `Op::BlobRef`.
+/// - A reader that follows a log with `read_log(after = last seq it saw)`
+///   never skips an entry: an entry becomes visible only after every entry
+///   with a smaller sequence number (commits of a log are serialized, on a
+///   shared backend across hosts too).
 pub trait Store: Send + Sync {
     fn get(&self, table: Table, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
     fn scan(&self, table: Table, scan: &Scan<'_>) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
@@ -355,8 +366,10 @@ pub trait Store: Send + Sync {
     fn blob_refcount(&self, sha256: &str) -> Result<u64, StoreError>;
     /// Deletes blobs stored by `put_blob` that no record ever referenced
     /// (left behind by a crash between `put_blob` and `commit`). Cost is
-    /// proportional to such blobs, not to all blobs; run it when no write
-    /// is in flight (at open).
+    /// proportional to such blobs, not to all blobs. The embedded store
+    /// runs it when no write is in flight (at open); a shared store spares
+    /// blobs touched within its grace period, so a sweep on one host never
+    /// takes what another host uploaded and is about to commit.
     fn gc_blobs(&self) -> Result<u64, StoreError>;
 
     /// Entries with a sequence number greater than `after`, oldest first.
@@ -371,6 +384,23 @@ pub trait Store: Send + Sync {
 
     /// Bytes on disk, for status and benchmarks.
     fn size_on_disk(&self) -> Result<u64, StoreError>;
+
+    /// True when other processes (other hosts) commit to this store too, so
+    /// derived state (a host's search index) must follow the log rather
+    /// than only this process's own writes, and process-local locks
+    /// serialize nothing across hosts. The embedded store is one process's.
+    fn is_shared(&self) -> bool {
+        false
+    }
+
+    /// Waits until `log` may hold entries after `after`, or `timeout`
+    /// passes; the caller then reads the log (a wake-up may be spurious).
+    /// A shared backend wakes on the other hosts' commits; this default,
+    /// for a store only this process writes, just waits.
+    fn wait_for_log(&self, log: Log, after: u64, timeout: std::time::Duration) {
+        let _ = (log, after);
+        std::thread::sleep(timeout);
+    }
 }
 
 #[cfg(test)]

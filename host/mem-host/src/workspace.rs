@@ -1,18 +1,22 @@
 //! Finding, creating and opening a workspace folder, and wiring its
-//! backends (sled store, native index, wasm plugin runtime) into a
-//! [`Service`]. This is the only place that names concrete backends.
+//! backends (the sled store or the shared PostgreSQL + object-store one,
+//! the native index, the wasm plugin runtime) into a [`Service`]. This is
+//! the only place that names concrete backends.
 
 use mem_core::index::Embedder;
 use mem_core::store::Store;
 use mem_core::{ErrorCode, MemError, MemResult};
 use mem_runtime::WasmPluginHost;
 use mem_service::config::CONFIG_FILE;
+use mem_service::deployment::StoreBackend;
 use mem_service::{Service, WorkspaceConfig};
 use mem_store::SledStore;
+use mem_store_postgres::{PgOptions, PgStore, S3Options};
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Where the store lives inside a workspace folder.
 const STORE_DIR: &str = "store";
@@ -53,8 +57,14 @@ fn mkdir_private(dir: &Path) -> MemResult<()> {
 pub fn init(dir: &Path, name: Option<&str>) -> MemResult<InitOutcome> {
     let config_path = dir.join(CONFIG_FILE);
     if config_path.exists() {
-        // Opening validates config and store; nothing is rewritten.
-        open(dir)?;
+        // Opening validates config and store; nothing is rewritten. A host
+        // joining a shared workspace brings its own mem.toml: its folder
+        // still needs the first-party plugins.
+        let joining = !dir.join(PLUGINS_DIR).exists();
+        let ws = open(dir)?;
+        if joining && let Some(plugins) = ws.service.plugins() {
+            mem_bundled::install_first_party(plugins.as_ref(), false)?;
+        }
         return Ok(InitOutcome {
             path: dir.to_path_buf(),
             created: false,
@@ -98,6 +108,9 @@ pub fn init(dir: &Path, name: Option<&str>) -> MemResult<InitOutcome> {
 pub struct Workspace {
     pub dir: PathBuf,
     pub service: Arc<Service>,
+    /// A shared store's folder lock (the embedded store holds its own):
+    /// the folder's index and plugins are one process's.
+    _folder_lock: Option<fs::File>,
 }
 
 /// Who holds a workspace open, for the `STORE_LOCKED` of another process.
@@ -177,9 +190,16 @@ pub fn open(dir: &Path) -> MemResult<Workspace> {
     let config = WorkspaceConfig::load(dir)?;
     let store_dir = dir.join(STORE_DIR);
     mkdir_private(&store_dir)?;
-    let store = SledStore::open(&store_dir)?;
+    let (store, folder_lock): (Arc<dyn Store>, _) = match config.store.backend {
+        StoreBackend::Sled => (Arc::new(SledStore::open(&store_dir)?), None),
+        StoreBackend::Postgres => {
+            let lock = lock_folder(&store_dir)?;
+            (Arc::new(open_shared(&config)?), Some(lock))
+        }
+    };
     note_holder(dir);
-    // Sweep blobs a crash left between writing content and committing.
+    // Sweep blobs a crash left between writing content and committing
+    // (a shared store spares those younger than its grace period).
     store.gc_blobs()?;
     // The search index is derived state beside the store; opening it
     // replays what it missed (or rebuilds it when it is missing or damaged).
@@ -199,7 +219,6 @@ pub fn open(dir: &Path) -> MemResult<Workspace> {
             mem_index::NativeIndex::open(&index_dir, index_embedder.clone(), semantic_off.clone())?;
         Ok(Arc::new(index) as Arc<dyn mem_core::index::SearchIndex>)
     });
-    let store: Arc<dyn Store> = Arc::new(store);
     let plugins = Arc::new(WasmPluginHost::open(
         dir.join(PLUGINS_DIR),
         store.clone(),
@@ -213,5 +232,80 @@ pub fn open(dir: &Path) -> MemResult<Workspace> {
     Ok(Workspace {
         dir: dir.to_path_buf(),
         service: Arc::new(service),
+        _folder_lock: folder_lock,
     })
+}
+
+/// Takes `store/LOCK` for this process (as the embedded store does), so a
+/// second process on the folder reaches the running one over its socket.
+fn lock_folder(store_dir: &Path) -> MemResult<fs::File> {
+    let path = store_dir.join("LOCK");
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| MemError::io(&format!("cannot open {}", path.display()), &e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(mem_core::store::StoreError::Locked {
+            path: store_dir.display().to_string(),
+        }
+        .into()),
+        Err(fs::TryLockError::Error(e)) => Err(MemError::io("cannot lock the workspace", &e)),
+    }
+}
+
+/// The value of the environment variable `name` that `field` names.
+fn secret_from_env(field: &str, name: &str) -> MemResult<String> {
+    match std::env::var(name) {
+        Ok(v) if !v.is_empty() => Ok(v),
+        _ => Err(MemError::new(
+            ErrorCode::ConfigInvalid,
+            format!("the environment variable {name} (mem.toml {field}) is not set"),
+        )
+        .with_hint(format!(
+            "export {name} in the environment of every mem-host process of this workspace"
+        ))
+        .with_details(serde_json::json!({ "variable": name, "field": field }))),
+    }
+}
+
+/// The shared store `[store]` and `[blobs]` describe, with its secrets
+/// from the environment.
+fn open_shared(config: &WorkspaceConfig) -> MemResult<PgStore> {
+    let (st, bl) = (&config.store, &config.blobs);
+    let url_env = st.url_env.as_deref().unwrap_or_default();
+    let pg = PgOptions {
+        url: secret_from_env("[store] url_env", url_env)?,
+        schema: st.schema.clone().unwrap_or_else(|| "mem".into()),
+        pool_size: st
+            .pool_size
+            .unwrap_or(mem_store_postgres::DEFAULT_POOL_SIZE),
+        blob_grace: bl
+            .sweep_grace_secs
+            .map_or(mem_store_postgres::DEFAULT_BLOB_GRACE, Duration::from_secs),
+    };
+    let key = |field: &str, name: &Option<String>| {
+        name.as_deref()
+            .map(|n| secret_from_env(field, n))
+            .transpose()
+    };
+    let s3 = S3Options {
+        bucket: bl.bucket.clone().unwrap_or_default(),
+        endpoint: bl.endpoint.clone(),
+        region: bl.region.clone().unwrap_or_else(|| "us-east-1".into()),
+        prefix: bl.prefix.clone().unwrap_or_default(),
+        access_key_id: key("[blobs] access_key_env", &bl.access_key_env)?,
+        secret_access_key: key("[blobs] secret_key_env", &bl.secret_key_env)?,
+    };
+    if let Err(e) = mem_store_postgres::check_schema(&pg.schema) {
+        return Err(MemError::new(
+            ErrorCode::ConfigInvalid,
+            format!("mem.toml [store] schema: {e}"),
+        )
+        .with_hint("use lower-case letters, digits and _"));
+    }
+    Ok(PgStore::open(pg, s3)?)
 }

@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 
 pub const CONFIG_FILE: &str = "mem.toml";
 
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceConfig {
@@ -29,6 +33,12 @@ pub struct WorkspaceConfig {
     /// `[plugins]`: grants, limits, selection chain, policies, detectors.
     #[serde(default)]
     pub plugins: mem_core::plugin::PluginsConfig,
+    /// `[store]`: which engine holds records and logs (see [`crate::deployment`]).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub store: crate::deployment::StoreSection,
+    /// `[blobs]`: where blob bytes live.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub blobs: crate::deployment::BlobsSection,
     /// Where relative paths in this file (type schema files) resolve; the
     /// workspace folder when loaded from disk.
     #[serde(skip)]
@@ -269,6 +279,8 @@ impl Default for WorkspaceConfig {
             budgets: Budgets::default(),
             types: TypesConfig::default(),
             plugins: mem_core::plugin::PluginsConfig::default(),
+            store: Default::default(),
+            blobs: Default::default(),
             base_dir: PathBuf::new(),
         }
     }
@@ -335,6 +347,7 @@ impl WorkspaceConfig {
             }
         }
         self.plugins.validate()?;
+        crate::deployment::validate(&self.store, &self.blobs)?;
         for role in self.gate.roles.keys() {
             if !crate::types::ROLES.contains(&role.as_str()) {
                 return bad(&format!(
@@ -396,6 +409,21 @@ default = "auto"
 # The role a built-in kind plays (constraint | guidance | assertion |
 # question | symbol); the role decides the context-pack lane.
 # roles = {{ decision = "constraint" }}
+
+# Where the data lives. By default everything stays in this folder. A
+# shared deployment (several `mem-host serve` on one workspace) keeps
+# records in PostgreSQL and blob bytes in an S3-compatible object store;
+# secrets come from the environment variables named here, never this file.
+# [store]
+# backend = "postgres"
+# url_env = "MEM_DATABASE_URL"
+# schema = "mem"
+# [blobs]
+# backend = "s3"
+# bucket = "mem-blobs"
+# endpoint = "http://127.0.0.1:9000"
+# access_key_env = "AWS_ACCESS_KEY_ID"
+# secret_key_env = "AWS_SECRET_ACCESS_KEY"
 
 # Plugins: WebAssembly components in plugins/. A plugin uses a capability
 # (log, config, kv, embed, fs) only if its manifest requests it AND it is

@@ -16,9 +16,11 @@ pub mod check;
 pub mod config;
 pub mod consolidation;
 mod content;
+pub mod deployment;
 pub mod door;
 mod excerpts;
 mod files;
+pub mod follow;
 pub mod gate;
 pub mod handoff;
 pub mod lint;
@@ -195,5 +197,7 @@ impl Service {
 mod fake_host;
 #[cfg(test)]
 mod governance_tests;
+#[cfg(test)]
+mod shared_tests;
 #[cfg(test)]
 mod tests;

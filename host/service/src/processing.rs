@@ -173,7 +173,9 @@ impl Service {
         self.processing.ready.notify_all();
     }
 
-    /// Starts the worker of a long-running process on its own thread.
+    /// Starts the worker of a long-running process on its own thread, and
+    /// on a shared store the follower of the other hosts' writes
+    /// (see [`crate::follow`]).
     pub fn spawn_worker(self: &std::sync::Arc<Self>) -> MemResult<Worker> {
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let (svc, flag) = (self.clone(), stop.clone());
@@ -181,10 +183,22 @@ impl Service {
             .name("mem-worker".into())
             .spawn(move || svc.run_worker(&flag))
             .map_err(|e| MemError::io("cannot start the worker", &e))?;
+        let follower = if self.store().is_shared() {
+            let (svc, flag) = (self.clone(), stop.clone());
+            Some(
+                std::thread::Builder::new()
+                    .name("mem-follower".into())
+                    .spawn(move || svc.run_follower(&flag))
+                    .map_err(|e| MemError::io("cannot start the log follower", &e))?,
+            )
+        } else {
+            None
+        };
         Ok(Worker {
             svc: self.clone(),
             stop,
             thread,
+            follower,
         })
     }
 }
@@ -194,6 +208,7 @@ pub struct Worker {
     svc: std::sync::Arc<Service>,
     stop: std::sync::Arc<AtomicBool>,
     thread: std::thread::JoinHandle<()>,
+    follower: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Worker {
@@ -204,6 +219,11 @@ impl Worker {
         self.svc.wake_worker();
         if self.thread.join().is_err() {
             tracing::warn!("the worker stopped with a panic");
+        }
+        if let Some(f) = self.follower
+            && f.join().is_err()
+        {
+            tracing::warn!("the log follower stopped with a panic");
         }
         self.svc.flush()
     }

@@ -13,6 +13,22 @@ use std::ops::ControlFlow;
 /// How often an optimistic transaction is recomputed when a concurrent
 /// writer changed what it read, before giving up with `version_conflict`.
 const MAX_TX_ATTEMPTS: usize = 8;
+/// The same on a shared store, where other hosts race too.
+const MAX_SHARED_TX_ATTEMPTS: usize = 24;
+
+/// One transaction at a time in this process on a shared store.
+static SHARED_TX: parking_lot::ReentrantMutex<()> = parking_lot::const_reentrant_mutex(());
+
+/// Sleeps up to 2^attempt ms (at most 64), at random, before a retry.
+fn backoff(attempt: usize) {
+    let cap_ms = 1u64 << attempt.min(6);
+    let mut r = [0u8; 2];
+    let jitter = match getrandom::fill(&mut r) {
+        Ok(()) => u64::from(u16::from_le_bytes(r)) % (cap_ms * 1000),
+        Err(_) => cap_ms * 500,
+    };
+    std::thread::sleep(std::time::Duration::from_micros(jitter));
+}
 
 /// A decoded record plus the exact bytes it was read from, so a commit can
 /// be conditioned on nobody having changed it in between.
@@ -151,19 +167,38 @@ pub(crate) fn push_event(
 /// a condition, recomputes from fresh reads. `build` does every check
 /// (including a caller's expected version) from what it reads, so a retry
 /// re-validates rather than overwrites.
+///
+/// On a shared store a build takes milliseconds of database round trips,
+/// and every governed write conditions on the audit chain's head: many
+/// writers of one host would mostly invalidate each other. So a host runs
+/// its transactions one at a time there (re-entrant: a build may run a
+/// nested one), leaving races between hosts only, which back off with
+/// jitter before they recompute.
 pub(crate) fn transact<T>(
     store: &dyn Store,
     durability: Durability,
     mut build: impl FnMut() -> MemResult<(Batch, T)>,
 ) -> MemResult<T> {
-    for _ in 0..MAX_TX_ATTEMPTS {
+    let shared = store.is_shared();
+    let _in_turn = shared.then(|| SHARED_TX.lock());
+    let attempts = if shared {
+        MAX_SHARED_TX_ATTEMPTS
+    } else {
+        MAX_TX_ATTEMPTS
+    };
+    for attempt in 0..attempts {
         let (batch, out) = build()?;
         if batch.is_empty() {
             return Ok(out);
         }
         match store.commit(batch, durability) {
             Ok(_) => return Ok(out),
-            Err(StoreError::ConditionFailed { .. }) => continue,
+            Err(StoreError::ConditionFailed { .. }) => {
+                if shared {
+                    backoff(attempt);
+                }
+                continue;
+            }
             Err(e) => return Err(e.into()),
         }
     }

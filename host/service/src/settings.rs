@@ -55,11 +55,13 @@ impl Settings {
     }
 
     /// Replaces the settings document with `text` (a bundle's) once it
-    /// parses and validates here; otherwise nothing changes.
+    /// parses and validates here; otherwise nothing changes. This host's
+    /// `[store]` and `[blobs]` stay: they say where the data is.
     pub fn replace(&self, text: &str) -> MemResult<Arc<WorkspaceConfig>> {
         let _one = self.editing.lock();
         let old = self.current();
-        let new = Arc::new(WorkspaceConfig::parse_in(text, &old.base_dir)?);
+        let text = crate::deployment::with_local_deployment(text, &self.text()?)?;
+        let new = Arc::new(WorkspaceConfig::parse_in(&text, &old.base_dir)?);
         if let Some(path) = &self.file {
             write_atomically(path, text.as_bytes())?;
         }

@@ -158,3 +158,20 @@ fn damaged_store_is_corrupt_not_reinitialised() {
     let err = SledStore::open(dir.path()).unwrap_err();
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
 }
+
+/// The shared contract of every backend (`mem_core::store_conformance`):
+/// one process owns a sled store, so both handles are the same one.
+fn conformance_pair() -> Option<mem_core::store_conformance::Pair> {
+    let dir = tempfile::tempdir().unwrap();
+    let store: std::sync::Arc<dyn Store> = std::sync::Arc::new(open(dir.path()));
+    Some(mem_core::store_conformance::Pair {
+        a: store.clone(),
+        b: store,
+        guard: Box::new(dir),
+    })
+}
+
+mod conformance {
+    use super::conformance_pair;
+    mem_core::store_conformance_tests!(conformance_pair);
+}

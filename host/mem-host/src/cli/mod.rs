@@ -11,6 +11,7 @@ mod govern;
 mod lines;
 mod mcp;
 mod memory;
+mod migrate;
 mod navigate;
 pub mod output;
 mod plugin;
@@ -101,6 +102,9 @@ pub enum Command {
     Export(documents::ExportArgs),
     /// Check a bundle's every entry, record and blob without importing it.
     Verify(bundle::VerifyArgs),
+    /// Move the workspace into a shared backend (PostgreSQL + an S3-compatible
+    /// store) through a bundle, verified hash by hash.
+    Migrate(migrate::MigrateArgs),
     /// Every memory type with its role and fields.
     Types,
     /// What the workspace holds by folder, type and subject (paged).
@@ -182,6 +186,7 @@ pub fn run(cli: Cli) -> MemResult<()> {
         Command::Serve(a) => serve::serve(&ws_dir, a),
         Command::Mcp => mcp::mcp(&ws_dir),
         Command::Verify(a) => bundle::verify(&out, a),
+        Command::Migrate(a) => migrate::migrate(&ws_dir, &out, a),
         Command::Import(a) if a.path.is_none() && a.into.is_some() => bundle::import_into(&out, a),
         command => {
             let client = Client::open(&ws_dir)?;
@@ -228,7 +233,8 @@ pub fn run(cli: Cli) -> MemResult<()> {
                 | Command::Model(_)
                 | Command::Serve(_)
                 | Command::Mcp
-                | Command::Verify(_) => Ok(()),
+                | Command::Verify(_)
+                | Command::Migrate(_) => Ok(()),
             };
             // What the command's writes left for later (processing, the
             // index) is finished before the process exits.

@@ -49,7 +49,8 @@ fn within(path: Option<String>, scope: &VPath) -> bool {
 impl Service {
     /// `mem.toml` as the workspace has it (comments kept).
     fn settings_text(&self) -> MemResult<Vec<u8>> {
-        self.settings.text().map(String::into_bytes)
+        // Where this host keeps the data is not the workspace's content.
+        crate::deployment::without_deployment(&self.settings.text()?).map(String::into_bytes)
     }
 
     /// Every entry of `log`, oldest first.

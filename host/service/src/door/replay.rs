@@ -44,28 +44,90 @@ pub(crate) fn conflict() -> MemError {
 pub(crate) struct Claim<'a> {
     svc: &'a Service,
     slot: String,
+    /// Also claimed in a shared store (other hosts see it).
+    shared: bool,
 }
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
+        if self.shared {
+            // Best effort: a claim left behind expires after its lease.
+            let mut b = Batch::new();
+            b.delete(Table::Idempotency, claim_key(&self.slot));
+            let _ = self.svc.store().commit(b, Durability::Immediate);
+        }
         self.svc.in_flight.lock().remove(&self.slot);
     }
+}
+
+/// How long the claim of a host that died mid-request keeps its key busy.
+const CLAIM_LEASE_SECS: i64 = 300;
+
+fn claim_key(slot: &str) -> String {
+    format!("claim:{slot}")
+}
+
+fn in_progress() -> MemError {
+    MemError::new(
+        ErrorCode::IdempotencyConflict,
+        "a request with this idempotency key is still in progress",
+    )
+    .with_hint("retry once it has finished: the retry gets its answer")
 }
 
 impl Service {
     /// One request per (caller, key) at a time: a duplicate arriving while
     /// the first runs is refused, so it cannot run twice, and finds the
     /// kept answer once the first is done.
+    ///
+    /// On a shared store the claim is also a record, taken under a
+    /// condition, so a duplicate sent to another host is refused the same
+    /// way (the process-local set alone serializes nothing across hosts).
     pub(crate) fn claim_key(&self, caller: &str, idempotency_key: &str) -> MemResult<Claim<'_>> {
         let slot = key(caller, idempotency_key);
         if !self.in_flight.lock().insert(slot.clone()) {
-            return Err(MemError::new(
-                ErrorCode::IdempotencyConflict,
-                "a request with this idempotency key is still in progress",
-            )
-            .with_hint("retry once it has finished: the retry gets its answer"));
+            return Err(in_progress());
         }
-        Ok(Claim { svc: self, slot })
+        let mut claim = Claim {
+            svc: self,
+            slot,
+            shared: false,
+        };
+        if self.store().is_shared() {
+            self.claim_in_store(&claim.slot)?;
+            claim.shared = true;
+        }
+        Ok(claim)
+    }
+
+    /// Takes the store's claim on `slot`: absent, or left by a host that
+    /// died (older than the lease).
+    fn claim_in_store(&self, slot: &str) -> MemResult<()> {
+        let k = claim_key(slot);
+        for _ in 0..4 {
+            let current = self.store().get(Table::Idempotency, &k)?;
+            if let Some(raw) = &current {
+                let fresh = std::str::from_utf8(raw)
+                    .ok()
+                    .and_then(|t| mem_core::time::parse_rfc3339(t).ok())
+                    .is_some_and(|at| (now() - at).num_seconds() < CLAIM_LEASE_SECS);
+                if fresh {
+                    return Err(in_progress());
+                }
+            }
+            let mut b = Batch::new();
+            b.expect(Table::Idempotency, k.clone(), current).put(
+                Table::Idempotency,
+                k.clone(),
+                mem_core::time::to_rfc3339(&now()).into_bytes(),
+            );
+            match self.store().commit(b, Durability::Immediate) {
+                Ok(_) => return Ok(()),
+                Err(mem_core::store::StoreError::ConditionFailed { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(in_progress())
     }
 
     pub(crate) fn stored_reply(
