@@ -701,3 +701,71 @@ fn vectors_of_records_removed_after_the_last_save_are_dropped_at_open() {
     let keys = std::fs::read(tmp.path().join("vectors/vectors.keys")).unwrap();
     assert_eq!(keys, key_of("m2").to_le_bytes());
 }
+
+/// Regression: usearch kept one search context per core and failed a graph
+/// search that found none free, so under concurrent load the semantic lane
+/// failed ("Reserve capacity ahead of searches!") and answers changed.
+#[test]
+fn concurrent_graph_searches_never_fail_the_semantic_lane() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let words = [
+        "deploy", "rollback", "schema", "latency", "budget", "review", "cluster", "cache",
+        "backup", "incident", "pager", "token", "proxy", "queue", "retry", "sprint",
+    ];
+    let docs: Vec<IndexDoc> = (0..vectors::EXACT_BELOW + 500)
+        .map(|i| {
+            let text = format!(
+                "{} {} {} note {i}",
+                words[i % words.len()],
+                words[(i / 7) % words.len()],
+                words[(i / 53) % words.len()]
+            );
+            doc(&format!("d{i}"), &text, "/bench")
+        })
+        .collect();
+    let queries: Vec<String> = (0..words.len())
+        .map(|i| format!("{} {}", words[i], words[(i + 5) % words.len()]))
+        .collect();
+    for reopen in [false, true] {
+        let ix = open_hashed(dir.path());
+        if !reopen {
+            ix.upsert(docs.clone()).expect("upsert");
+            ix.commit(1).expect("commit");
+        }
+        let alone: Vec<Vec<String>> = queries
+            .iter()
+            .map(|q| {
+                let r = ix
+                    .search(&req(q, SearchFilters::default()))
+                    .expect("search");
+                ids(&r).into_iter().map(String::from).collect()
+            })
+            .collect();
+        std::thread::scope(|s| {
+            for t in 0..16 {
+                let (ix, queries, alone) = (&ix, &queries, &alone);
+                s.spawn(move || {
+                    for round in 0..10 {
+                        let i = (t + round) % queries.len();
+                        let r = ix
+                            .search(&req(&queries[i], SearchFilters::default()))
+                            .expect("search");
+                        let semantic = r
+                            .lanes
+                            .iter()
+                            .find(|l| l.lane == Lane::Semantic)
+                            .expect("semantic lane");
+                        assert_eq!(
+                            semantic.status,
+                            LaneStatus::Ok,
+                            "reopened: {reopen}: {:?}",
+                            semantic.message
+                        );
+                        assert_eq!(ids(&r), alone[i], "reopened: {reopen}");
+                    }
+                });
+            }
+        });
+        drop(ix);
+    }
+}

@@ -11,6 +11,7 @@
 //! saved watermark and the caller replays what came after.
 
 use mem_core::index::IndexError;
+use parking_lot::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,12 @@ pub(crate) const SAVE_EVERY: Duration = Duration::from_secs(5);
 /// Below this many candidate documents the lane compares exhaustively:
 /// exact, and faster than a graph walk that rejects most nodes.
 pub(crate) const EXACT_BELOW: usize = 4096;
+/// Graph searches that may run at once. usearch keeps one search context
+/// per thread slot (by default one per core) and fails a search that finds
+/// none free ("Reserve capacity ahead of searches!"), which made the
+/// semantic lane fail under concurrent load. Each slot costs a visited set
+/// and two small heaps; [`Vectors::search`] waits for a free one.
+const SEARCH_SLOTS: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct State {
@@ -39,6 +46,8 @@ fn io(e: impl std::fmt::Display) -> IndexError {
 
 pub(crate) struct Vectors {
     index: Index,
+    /// Free usearch search slots (see [`SEARCH_SLOTS`]).
+    slots: Slots,
     /// Every key in `index`.
     keys: HashSet<u64>,
     dir: PathBuf,
@@ -67,8 +76,54 @@ fn new_index(dimensions: usize) -> Result<Index, IndexError> {
         multi: false,
     };
     let index = Index::new(&opts).map_err(io)?;
-    index.reserve(1024).map_err(io)?;
+    reserve(&index, 1024)?;
     Ok(index)
+}
+
+/// Room for `capacity` vectors, and [`SEARCH_SLOTS`] search contexts.
+fn reserve(index: &Index, capacity: usize) -> Result<(), IndexError> {
+    index
+        .reserve_capacity_and_threads(capacity, SEARCH_SLOTS)
+        .map_err(io)
+}
+
+/// A counting semaphore over usearch's search contexts.
+#[derive(Debug)]
+struct Slots {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Slots {
+    fn new() -> Self {
+        Self {
+            free: Mutex::new(SEARCH_SLOTS),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Runs `f` holding one slot, waiting for one when all are taken.
+    fn with<T>(&self, f: impl FnOnce() -> T) -> T {
+        {
+            let mut free = self.free.lock();
+            while *free == 0 {
+                self.freed.wait(&mut free);
+            }
+            *free -= 1;
+        }
+        let _held = Held(self);
+        f()
+    }
+}
+
+/// Gives its slot back when dropped (also if the search unwinds).
+struct Held<'a>(&'a Slots);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock() += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 impl Vectors {
@@ -95,6 +150,7 @@ impl Vectors {
             // The keys must be exactly the index's (both are renamed into
             // place one after the other; a crash between leaves a mismatch).
             if index.load(path).is_ok()
+                && reserve(&index, index.size().max(1024)).is_ok()
                 && index.dimensions() == dimensions
                 && index.size() == keys.len()
                 && keys.iter().all(|&k| index.contains(k))
@@ -109,6 +165,7 @@ impl Vectors {
     fn with(index: Index, keys: HashSet<u64>, dir: &Path, state: State, dirty: bool) -> Self {
         Self {
             index,
+            slots: Slots::new(),
             keys,
             dir: dir.to_path_buf(),
             state,
@@ -160,9 +217,7 @@ impl Vectors {
             self.index.remove(key).map_err(io)?;
         }
         if self.index.size() + 1 > self.index.capacity() {
-            self.index
-                .reserve((self.index.capacity() * 2).max(1024))
-                .map_err(io)?;
+            reserve(&self.index, (self.index.capacity() * 2).max(1024))?;
         }
         self.index.add(key, vector).map_err(io)?;
         self.keys.insert(key);
@@ -245,8 +300,8 @@ impl Vectors {
             return Ok(scored);
         }
         let m = self
-            .index
-            .filtered_search(query, count, allowed)
+            .slots
+            .with(|| self.index.filtered_search(query, count, allowed))
             .map_err(io)?;
         Ok(m.keys
             .into_iter()
