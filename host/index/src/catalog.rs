@@ -80,6 +80,50 @@ impl DocMeta {
     }
 }
 
+/// The lifecycles a search admits (active unless it names others).
+pub(crate) fn lifecycles_of(filters: &SearchFilters) -> Vec<String> {
+    if filters.lifecycles.is_empty() {
+        vec!["active".to_string()]
+    } else {
+        filters.lifecycles.clone()
+    }
+}
+
+/// The filters ask for nothing but lifecycles that include `active` (most
+/// documents pass, so checking after ranking costs a few candidates).
+pub(crate) fn lifecycle_only(filters: &SearchFilters) -> bool {
+    let SearchFilters {
+        source,
+        kinds,
+        kind_prefixes,
+        path,
+        within,
+        tags,
+        agent_id,
+        since_ms,
+        until_ms,
+        lifecycles,
+    } = filters;
+    source.is_none()
+        && kinds.is_empty()
+        && kind_prefixes.is_empty()
+        && path.is_none()
+        && within.is_empty()
+        && tags.is_empty()
+        && agent_id.is_none()
+        && since_ms.is_none()
+        && until_ms.is_none()
+        && (lifecycles.is_empty() || lifecycles.iter().any(|l| l == "active"))
+}
+
+/// Candidates fetched beyond the wanted number when the lifecycle filter is
+/// applied after ranking (the semantic lane's graph search): enough that
+/// the few archived or superseded memories among the nearest rarely leave
+/// the page short (a short page is searched again with the filter).
+pub(crate) fn overfetch(limit: usize) -> usize {
+    limit + limit / 2 + 8
+}
+
 /// `path` equals `folder` or lies below it.
 fn within(path: &str, folder: &str) -> bool {
     folder == "/"

@@ -9,7 +9,6 @@ pub(crate) struct Fused {
     pub score: f32,
     pub lexical_rank: Option<u32>,
     pub semantic_rank: Option<u32>,
-    pub matched: Vec<String>,
     /// Raised by [`prefer_period`].
     pub in_period: bool,
 }
@@ -38,7 +37,6 @@ pub(crate) fn fuse(method: Fusion, lexical: &[LexHit], semantic: &[(String, f32)
                     score: 0.0,
                     lexical_rank: None,
                     semantic_rank: None,
-                    matched: Vec::new(),
                     in_period: false,
                 });
                 out.len() - 1
@@ -52,7 +50,6 @@ pub(crate) fn fuse(method: Fusion, lexical: &[LexHit], semantic: &[(String, f32)
         let j = find(&mut out, &h.doc_id);
         let rank = i as u32 + 1;
         out[j].lexical_rank = Some(rank);
-        out[j].matched = h.matched.clone();
         out[j].score += match method {
             Fusion::Rrf { k } => 1.0 / (k + rank as f32),
             Fusion::Linear { lexical_weight } => {
@@ -127,7 +124,8 @@ mod tests {
             .map(|(i, d)| LexHit {
                 doc_id: d.to_string(),
                 score: 10.0 - i as f32,
-                matched: vec![d.to_string()],
+                matched: Vec::new(),
+                addr: tantivy::DocAddress::new(0, i as u32),
             })
             .collect()
     }
@@ -151,7 +149,6 @@ mod tests {
         assert_eq!(f.len(), 4);
         let d = f.iter().find(|x| x.doc_id == "d").unwrap();
         assert_eq!((d.lexical_rank, d.semantic_rank), (None, Some(2)));
-        assert!(d.matched.is_empty());
     }
 
     #[test]

@@ -769,3 +769,69 @@ fn concurrent_graph_searches_never_fail_the_semantic_lane() {
         drop(ix);
     }
 }
+
+/// Archived documents that match better never crowd active ones off a
+/// page, a wider lifecycle ranks them in, and matched terms are those of
+/// each kept hit (found after fusion, for the kept hits only).
+#[test]
+fn archived_matches_never_crowd_active_ones_off_a_page() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ix = NativeIndex::open(dir.path(), None, None).expect("open");
+    let mut docs = Vec::new();
+    // 120 strong archived matches, then 30 weaker active ones.
+    for i in 0..120 {
+        let mut d = doc(&format!("old{i}"), "harbour harbour harbour crane", "/a");
+        d.lifecycle = "archived".into();
+        docs.push(d);
+    }
+    for i in 0..30 {
+        docs.push(doc(
+            &format!("new{i}"),
+            &format!("harbour and {} other words here", i),
+            "/a",
+        ));
+    }
+    ix.upsert(docs).expect("upsert");
+    ix.commit(1).expect("commit");
+    let mut r = req("harbour crane", SearchFilters::default());
+    r.limit = 10;
+    let active = ix.search(&r).expect("search");
+    assert_eq!(active.hits.len(), 10, "the page is full");
+    assert!(
+        ids(&active).iter().all(|d| d.starts_with("new")),
+        "{:?}",
+        ids(&active)
+    );
+    assert!(active.hits.iter().all(|h| h.matched_terms == ["harbour"]));
+    // Asking for archived ones too ranks them first, as the filter would.
+    let all = ix
+        .search(&req(
+            "harbour crane",
+            SearchFilters {
+                lifecycles: vec!["active".into(), "archived".into()],
+                ..Default::default()
+            },
+        ))
+        .expect("search");
+    assert!(
+        ids(&all).iter().all(|d| d.starts_with("old")),
+        "{:?}",
+        ids(&all)
+    );
+    assert!(
+        all.hits
+            .iter()
+            .all(|h| h.matched_terms == ["harbour", "crane"])
+    );
+    // A path filter over the same folder agrees.
+    let scoped = ix
+        .search(&req(
+            "harbour crane",
+            SearchFilters {
+                path: Some("/a".into()),
+                ..Default::default()
+            },
+        ))
+        .expect("search");
+    assert_eq!(ids(&scoped), ids(&active));
+}

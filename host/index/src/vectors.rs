@@ -270,13 +270,14 @@ impl Vectors {
     /// The `count` nearest keys among those `allowed` accepts, with cosine
     /// similarity, best first. `exact` lists every allowed key when there
     /// are at most [`EXACT_BELOW`] of them (compared exhaustively); `None`
-    /// means more, and the graph search filters as it walks.
+    /// means more, and the graph search filters as it walks. Without
+    /// `allowed` every key is a candidate (no call back per visited node).
     pub fn search(
         &self,
         query: &[f32],
         count: usize,
         exact: Option<&[u64]>,
-        allowed: &dyn Fn(u64) -> bool,
+        allowed: Option<&dyn Fn(u64) -> bool>,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
         if self.index.size() == 0 || count == 0 {
             return Ok(Vec::new());
@@ -301,7 +302,10 @@ impl Vectors {
         }
         let m = self
             .slots
-            .with(|| self.index.filtered_search(query, count, allowed))
+            .with(|| match allowed {
+                Some(allowed) => self.index.filtered_search(query, count, allowed),
+                None => self.index.search(query, count),
+            })
             .map_err(io)?;
         Ok(m.keys
             .into_iter()

@@ -13,7 +13,9 @@
 //! target under 300 ms at 100k memories); then the server's RSS and the
 //! workspace's size on disk.
 //!
-//! `-- --memories N` sets the size (over `MEM_BENCH_MEMORIES`); `-- --ledger`
+//! `-- --memories N` sets the size (over `MEM_BENCH_MEMORIES`); `-- --only
+//! WORD` runs only the load levels of the operations whose label has WORD
+//! (`lexical`, `hybrid`, `context`), for profiling one; `-- --ledger`
 //! times only the ledger (plain, filtered by a rare agent, and by pinned)
 //! over a workspace built without embeddings, which is what makes 100k
 //! memories buildable in minutes in the dev profile:
@@ -291,10 +293,23 @@ fn main() {
         .expect("secret")
         .to_string();
 
-    let (mut server, base) = start_server(&ws);
+    let (server, base) = start_server(&ws);
     let mut rng = Lcg(99);
-    for op in LOAD_OPS {
+    // `--only WORD`: just the load levels of the operations whose label
+    // has WORD (e.g. `hybrid`), for profiling one of them.
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1));
+    for op in LOAD_OPS
+        .iter()
+        .filter(|op| only.is_none_or(|w| op.label.contains(w.as_str())))
+    {
         load_levels(op, &base, &secret, secs, n);
+    }
+    if only.is_some() {
+        stop_server(server);
+        return;
     }
     // Sequential latency of each recall operation, as one agent sees it.
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -375,6 +390,11 @@ fn main() {
         du(&ws.join("index")) as f64 / 1048576.0,
         du(&ws.join("store")) as f64 / 1048576.0
     );
+    stop_server(server);
+}
+
+/// Stops `serve` as an owner would (SIGTERM: it finishes and flushes).
+fn stop_server(mut server: std::process::Child) {
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status();
@@ -418,16 +438,13 @@ fn ledger_only(args: &[String], n: usize) {
         std::process::exit(status.code().unwrap_or(1));
     }
     let ws = workspace(n, true);
-    let (mut server, base) = start_server(&ws);
+    let (server, base) = start_server(&ws);
     let reps = env_usize("MEM_BENCH_QUERIES", 100);
     web_ledger(&ws, &base, n, reps, "");
     // A filter that matches few memories scans the most of them.
     web_ledger(&ws, &base, n, reps, "?agent=agent-3&pinned=true");
     web_ledger(&ws, &base, n, reps, "?agent=agent-3");
-    let _ = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status();
-    let _ = server.wait();
+    stop_server(server);
 }
 
 /// The web page's memory ledger: sign in with a one-time link, then time
