@@ -283,12 +283,16 @@ impl Embedder for OrtEmbedder {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
-        let groups: Vec<&[usize]> = order.chunks(BATCH).collect();
+        // Fewer texts than a batch per session (a server's worker replaying
+        // the few writes that arrived meanwhile) still use every session.
+        let sessions = self.sessions.sessions.len();
+        let size = BATCH.min(texts.len().div_ceil(sessions)).max(1);
+        let groups: Vec<&[usize]> = order.chunks(size).collect();
         let run = |group: &[usize]| {
             let batch: Vec<&str> = group.iter().map(|&i| texts[i]).collect();
             self.embed_batch(&batch)
         };
-        let workers = self.sessions.sessions.len().min(groups.len());
+        let workers = sessions.min(groups.len());
         let embedded: Vec<Result<Vec<Vec<f32>>, IndexError>> = if workers <= 1 {
             groups.iter().map(|g| run(g)).collect()
         } else {

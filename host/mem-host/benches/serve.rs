@@ -23,180 +23,15 @@
 
 mod common;
 
-use common::{BIN, mem, percentile};
-use std::io::{BufRead, BufReader, Write};
+use common::{
+    Lcg, du, env_usize, mem, mem_watching_rss, percentile, rss_of, start_server, stop_server,
+};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-const WORDS: &[&str] = &[
-    "deploy",
-    "rollback",
-    "database",
-    "migration",
-    "schema",
-    "index",
-    "latency",
-    "budget",
-    "review",
-    "release",
-    "tuesday",
-    "friday",
-    "customer",
-    "invoice",
-    "payroll",
-    "vendor",
-    "kubernetes",
-    "cluster",
-    "node",
-    "pod",
-    "cache",
-    "redis",
-    "postgres",
-    "backup",
-    "restore",
-    "incident",
-    "pager",
-    "oncall",
-    "alert",
-    "dashboard",
-    "metric",
-    "trace",
-    "log",
-    "token",
-    "secret",
-    "rotation",
-    "certificate",
-    "expiry",
-    "domain",
-    "dns",
-    "proxy",
-    "gateway",
-    "queue",
-    "worker",
-    "retry",
-    "timeout",
-    "deadline",
-    "sprint",
-    "planning",
-    "roadmap",
-    "design",
-    "api",
-    "endpoint",
-    "client",
-    "server",
-    "mobile",
-    "android",
-    "ios",
-    "frontend",
-    "backend",
-    "test",
-    "flaky",
-    "coverage",
-    "benchmark",
-    "profile",
-    "memory",
-    "leak",
-    "thread",
-    "lock",
-    "mutex",
-    "owner",
-    "team",
-    "alice",
-    "bob",
-    "carol",
-    "dave",
-    "berlin",
-    "london",
-    "tokyo",
-    "europe",
-    "pricing",
-    "discount",
-    "contract",
-    "renewal",
-    "legal",
-    "privacy",
-    "gdpr",
-    "audit",
-    "policy",
-];
-
-/// Deterministic pseudo-random words (no dependency, same corpus each run).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) as usize
-    }
-    fn sentence(&mut self, n: usize) -> String {
-        (0..n)
-            .map(|_| WORDS[self.next() % WORDS.len()])
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
-fn env_usize(k: &str, default: usize) -> usize {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// `VmHWM` (peak) and `VmRSS` (current) of a running process, in MiB.
-fn rss_of(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmHWM:"), field("VmRSS:"))
-}
-
-/// Runs `mem-host --workspace WS ARGS` to success, sampling its peak
-/// resident set (`VmHWM`) while it runs; returns that peak in MiB.
-fn mem_watching_rss(ws: &Path, args: &[&str]) -> f64 {
-    let mut child = Command::new(BIN)
-        .arg("--workspace")
-        .arg(ws)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("run mem-host");
-    let mut peak = 0f64;
-    loop {
-        peak = peak.max(rss_of(child.id()).0);
-        if let Some(status) = child.try_wait().expect("wait for mem-host") {
-            assert!(status.success(), "mem-host {args:?} failed");
-            return peak;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Bytes under `dir`, recursively.
-fn du(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .map(|e| match e.file_type() {
-                    Ok(t) if t.is_dir() => du(&e.path()),
-                    _ => e.metadata().map_or(0, |m| m.len()),
-                })
-                .sum()
-        })
-        .unwrap_or(0)
-}
 
 /// The workspace, built once per size and reused by later runs (the
 /// figures of the run that built it are kept in its `READY` file).
@@ -391,36 +226,6 @@ fn main() {
         du(&ws.join("store")) as f64 / 1048576.0
     );
     stop_server(server);
-}
-
-/// Stops `serve` as an owner would (SIGTERM: it finishes and flushes).
-fn stop_server(mut server: std::process::Child) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status();
-    let _ = server.wait();
-}
-
-/// `mem-host serve` on a loopback port of its choosing, and its base URL.
-fn start_server(ws: &Path) -> (std::process::Child, String) {
-    let mut server = Command::new(BIN)
-        .arg("--workspace")
-        .arg(ws)
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .env("MEM_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start serve");
-    let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
-    let base = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| l.strip_prefix("listening on ").map(str::to_string))
-        .expect("serve printed its address");
-    std::thread::spawn(move || lines.for_each(drop));
-    (server, base)
 }
 
 /// `--ledger`: the ledger's figures alone, over a lexical-only workspace.

@@ -177,7 +177,7 @@ impl Client {
     /// the index); the server's own worker does that for remote writes.
     pub fn finish(&self) {
         if let Client::Local(ws) = self {
-            ws.service.settle();
+            ws.service.finish_command();
         }
     }
 }

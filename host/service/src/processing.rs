@@ -142,7 +142,8 @@ impl Service {
         while !stop.load(Ordering::Relaxed) {
             {
                 let mut ids = self.processing.ids.lock();
-                if ids.is_empty() {
+                // A write woke the worker while it was busy: go on.
+                if ids.is_empty() && !self.is_index_behind() {
                     self.processing.ready.wait_for(&mut ids, WORKER_IDLE);
                 }
             }
@@ -168,8 +169,25 @@ impl Service {
         }
     }
 
+    /// What a command of a short-lived process (the CLI) does before it
+    /// exits: settles what its own writes left. A command that wrote
+    /// nothing only saves deferred state: the relations backlog of a bulk
+    /// import is left to the next write or to a server's worker, so reads
+    /// (`memory get`, `search`) do not pay for a step of it.
+    pub fn finish_command(&self) {
+        let queued = !self.processing.ids.lock().is_empty();
+        if queued || self.recall.wrote.load(Ordering::SeqCst) {
+            self.settle();
+        } else if let Err(e) = self.flush() {
+            warn("cannot save deferred state", &e);
+        }
+    }
+
     /// Wakes a worker waiting in [`Service::run_worker`] (to stop it).
     pub fn wake_worker(&self) {
+        // Under the queue's lock: the worker checks for work under it too,
+        // so a wake-up between its check and its wait is not lost.
+        let _queue = self.processing.ids.lock();
         self.processing.ready.notify_all();
     }
 

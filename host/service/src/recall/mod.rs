@@ -27,7 +27,7 @@ use mem_core::time::{Timestamp, parse_rfc3339};
 use mem_core::{ErrorCode, MemError, MemResult, VPath};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use conflict::PackConflict;
@@ -57,9 +57,17 @@ pub(crate) struct RecallState {
     pub caught_up: AtomicBool,
     pub last_sync_error: Mutex<Option<MemError>>,
     pub sync_lock: Mutex<()>,
-    /// Writes were acknowledged that the index has not replayed yet (bulk
-    /// writes leave that to the worker or to the next search).
-    pub behind: AtomicBool,
+    /// Writes this process acknowledged before the index replayed them
+    /// (counted after each commit): the worker replays them after the
+    /// acknowledgement, and a read of the index first replays any a
+    /// completed sync has not covered, so a writer reads its own writes.
+    pub written: AtomicU64,
+    /// The value of `written` the last finished sync had read before it
+    /// replayed the log.
+    pub synced: AtomicU64,
+    /// This process wrote memories or files (see
+    /// [`Service::finish_command`]).
+    pub wrote: AtomicBool,
     /// The recall log's fingerprint key, once read (it never changes).
     pub log_key: OnceLock<Vec<u8>>,
     /// One recall-log append at a time in this process: concurrent
@@ -365,6 +373,7 @@ impl Service {
         if !self.recall.caught_up.load(Ordering::SeqCst) {
             self.sync_index()?;
         }
+        self.catch_up_index();
         self.index()
     }
 

@@ -276,14 +276,21 @@ impl Service {
     /// Notes that acknowledged writes wait for the index, and wakes the
     /// worker to replay them.
     pub(crate) fn index_behind(&self) {
-        self.recall.behind.store(true, Ordering::SeqCst);
+        self.recall.wrote.store(true, Ordering::SeqCst);
+        self.recall.written.fetch_add(1, Ordering::SeqCst);
         self.wake_worker();
     }
 
-    /// Replays what the index is behind on, if anything (before a search,
-    /// and in the worker).
+    /// Whether this process acknowledged writes no finished sync covers.
+    pub(crate) fn is_index_behind(&self) -> bool {
+        self.recall.synced.load(Ordering::SeqCst) < self.recall.written.load(Ordering::SeqCst)
+    }
+
+    /// Replays what the index is behind on, if anything (before every read
+    /// of the index, and in the worker). While the worker replays, a
+    /// search waits for it rather than read an index without the writes.
     pub(crate) fn catch_up_index(&self) {
-        if self.recall.behind.swap(false, Ordering::SeqCst) {
+        if self.is_index_behind() {
             self.sync_index_after_write();
         }
     }
@@ -292,7 +299,11 @@ impl Service {
     /// durable; the index catches up at the next sync or open). A failure
     /// is kept and reported as a warning by searches until a sync succeeds.
     pub(crate) fn sync_index_after_write(&self) {
+        self.recall.wrote.store(true, Ordering::SeqCst);
+        // Every write counted by now is in the log the sync reads.
+        let covers = self.recall.written.load(Ordering::SeqCst);
         let result = self.sync_index();
+        self.recall.synced.fetch_max(covers, Ordering::SeqCst);
         let mut last = self
             .recall
             .last_sync_error

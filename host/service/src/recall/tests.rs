@@ -478,3 +478,66 @@ fn a_lazy_index_that_cannot_open_fails_searches_not_writes() {
         .unwrap_err();
     assert!(err.message.contains("unreadable"), "{err:?}");
 }
+
+#[test]
+fn a_remember_is_acknowledged_before_the_index_replays_it_and_still_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    let before = svc.index().unwrap().unwrap().watermark();
+    let m = remember(
+        &svc,
+        "the lighthouse key hangs by the door",
+        "fact",
+        "/home",
+    )
+    .unwrap()
+    .memory
+    .unwrap();
+    // Acknowledged and durable, the index not yet replayed.
+    assert!(svc.is_index_behind());
+    assert_eq!(svc.index().unwrap().unwrap().watermark(), before);
+    // The writer reads its own write: a search replays first.
+    assert_eq!(search(&svc, "lighthouse key"), std::slice::from_ref(&m.id));
+    assert!(!svc.is_index_behind());
+}
+
+#[test]
+fn the_worker_replays_acknowledged_writes_without_a_search() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = Arc::new(open(tmp.path()));
+    let worker = svc.spawn_worker().unwrap();
+    remember(&svc, "the ferry leaves at noon", "fact", "/travel").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while svc.is_index_behind() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker did not replay the write"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    worker.stop().unwrap();
+    assert_eq!(search(&svc, "ferry noon").len(), 1);
+}
+
+#[test]
+fn concurrent_writers_each_find_their_own_write_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = Arc::new(open(tmp.path()));
+    let worker = svc.spawn_worker().unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let svc = &svc;
+            s.spawn(move || {
+                for i in 0..15 {
+                    let word = format!("marker{t}x{i}");
+                    let m = remember(svc, &format!("note {word} here"), "note", "/w")
+                        .unwrap()
+                        .memory
+                        .unwrap();
+                    assert!(search(svc, &word).contains(&m.id), "{word}");
+                }
+            });
+        }
+    });
+    worker.stop().unwrap();
+}
