@@ -64,9 +64,16 @@ pub struct OrtEmbedder {
 /// intra-op threads made concurrent searches queue on its lock while its
 /// pool threads spun, so the server stopped at about 95 searches/s on two
 /// cores; with a session per core, concurrent queries embed side by side.
+///
+/// Only the first session is made at load; another is made when every
+/// made one is busy. A CLI command embeds one query and loads one
+/// session (each load reads the model, ~0.15 s).
 struct Pool {
-    sessions: Vec<Mutex<Session>>,
+    sessions: Vec<OnceLock<Mutex<Session>>>,
     next: AtomicUsize,
+    make: Box<dyn Fn() -> Result<Session, IndexError> + Send + Sync>,
+    /// Held while a session is made, so two callers do not both make one.
+    making: Mutex<()>,
 }
 
 impl Pool {
@@ -78,16 +85,30 @@ impl Pool {
             .clamp(1, MAX_SESSIONS)
     }
 
-    /// Runs `f` on a free session, or waits for the next one in turn.
-    fn with<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
-        let n = self.sessions.len();
+    /// Runs `f` on a free session; makes one when every made one is busy
+    /// and there is room, else waits for the next made one in turn.
+    fn with<R>(&self, f: impl FnOnce(&mut Session) -> R) -> Result<R, IndexError> {
+        let made: Vec<&Mutex<Session>> = self.sessions.iter().filter_map(OnceLock::get).collect();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        for i in 0..n {
-            if let Some(mut s) = self.sessions[(start + i) % n].try_lock() {
-                return f(&mut s);
+        for i in 0..made.len() {
+            if let Some(mut s) = made[(start + i) % made.len()].try_lock() {
+                return Ok(f(&mut s));
             }
         }
-        f(&mut self.sessions[start % n].lock())
+        if let Some(slot) = self.sessions.iter().find(|s| s.get().is_none()) {
+            let _making = self.making.lock();
+            if slot.get().is_none() {
+                let _ = slot.set(Mutex::new((self.make)()?));
+            }
+            if let Some(mut s) = slot.get().and_then(Mutex::try_lock) {
+                return Ok(f(&mut s));
+            }
+        }
+        let made: Vec<&Mutex<Session>> = self.sessions.iter().filter_map(OnceLock::get).collect();
+        match made.get(start % made.len().max(1)) {
+            Some(session) => Ok(f(&mut session.lock())),
+            None => Err(unavailable("no embedding session could be made")),
+        }
     }
 }
 
@@ -128,9 +149,9 @@ impl OrtEmbedder {
                 ..Default::default()
             }))
             .map_err(unavailable)?;
-        let mut sessions = Vec::new();
-        for _ in 0..Pool::size() {
-            let session = Session::builder(env)
+        let model = files.model.clone();
+        let make = move || {
+            Session::builder(env)
                 .map_err(unavailable)?
                 .with_optimization_level(GraphOptimizationLevel::All)
                 .map_err(unavailable)?
@@ -138,24 +159,26 @@ impl OrtEmbedder {
                 .map_err(unavailable)?
                 .with_inter_threads(1)
                 .map_err(unavailable)?
-                .commit_from_file(&files.model)
-                .map_err(|e| {
-                    unavailable(format!("cannot load model {}: {e}", files.model.display()))
-                })?;
-            sessions.push(Mutex::new(session));
-        }
-        let input_names = sessions[0]
-            .lock()
+                .commit_from_file(&model)
+                .map_err(|e| unavailable(format!("cannot load model {}: {e}", model.display())))
+        };
+        let first = make()?;
+        let input_names = first
             .inputs()
             .iter()
             .map(|i| i.name().to_string())
             .collect();
+        let sessions: Vec<OnceLock<Mutex<Session>>> =
+            (0..Pool::size()).map(|_| OnceLock::new()).collect();
+        let _ = sessions[0].set(Mutex::new(first));
         Ok(Self {
             model_id: files.model_id.clone(),
             dimensions: files.dimensions,
             sessions: Pool {
                 sessions,
                 next: AtomicUsize::new(0),
+                make: Box::new(make),
+                making: Mutex::new(()),
             },
             tokenizer,
             input_names,
@@ -212,7 +235,7 @@ impl OrtEmbedder {
             let (shape, data) = outputs[0].try_extract_tensor::<f32>().map_err(failed)?;
             let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
             self.pooled(&dims, data, &mask)
-        })
+        })?
     }
 
     /// Sentence vectors from the model's output: the mean of the token

@@ -835,3 +835,35 @@ fn archived_matches_never_crowd_active_ones_off_a_page() {
         .expect("search");
     assert_eq!(ids(&scoped), ids(&active));
 }
+
+/// Saved vectors open as a read-only view; the first change reads them in
+/// and every later search, save and reopen sees old and new alike.
+#[test]
+fn viewed_vectors_take_changes_after_reopen() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let ix = secret_and_public(tmp.path());
+        ix.flush().unwrap();
+    }
+    {
+        let ix = open_hashed(tmp.path());
+        let found = ix
+            .search(&req("public garden party", SearchFilters::default()))
+            .unwrap();
+        assert!(ids(&found).contains(&"m2"), "{found:?}");
+        ix.upsert(vec![doc("m3", "orchard harvest festival", "/p")])
+            .unwrap();
+        ix.remove_record("m1").unwrap();
+        ix.commit(3).unwrap();
+        ix.flush().unwrap();
+        assert_eq!(ix.stats().vectors, 2);
+    }
+    let ix = open_hashed(tmp.path());
+    assert_eq!(ix.stats().vectors, 2);
+    let r = ix
+        .search(&req("orchard harvest festival", SearchFilters::default()))
+        .unwrap();
+    assert_eq!(ids(&r).first(), Some(&"m3"), "{r:?}");
+    let lanes: Vec<_> = r.lanes.iter().map(|l| l.status).collect();
+    assert!(lanes.iter().all(|s| *s == LaneStatus::Ok), "{r:?}");
+}

@@ -9,6 +9,10 @@
 //! not done at every commit but at most every [`SAVE_EVERY`] and when the
 //! index is flushed or dropped; after a crash the lane reopens at its last
 //! saved watermark and the caller replays what came after.
+//!
+//! A saved index opens memory-mapped (usearch's view): a command that only
+//! searches reads the pages its search visits, not the whole file (a
+//! quarter of a second at 100k memories). The first change reads it in.
 
 use mem_core::index::IndexError;
 use parking_lot::{Condvar, Mutex};
@@ -46,6 +50,8 @@ fn io(e: impl std::fmt::Display) -> IndexError {
 
 pub(crate) struct Vectors {
     index: Index,
+    /// `index` is a read-only view of the saved file (see the module doc).
+    viewed: bool,
     /// Free usearch search slots (see [`SEARCH_SLOTS`]).
     slots: Slots,
     /// Every key in `index`.
@@ -149,13 +155,15 @@ impl Vectors {
             let index = new_index(dimensions)?;
             // The keys must be exactly the index's (both are renamed into
             // place one after the other; a crash between leaves a mismatch).
-            if index.load(path).is_ok()
+            if index.view(path).is_ok()
                 && reserve(&index, index.size().max(1024)).is_ok()
                 && index.dimensions() == dimensions
                 && index.size() == keys.len()
                 && keys.iter().all(|&k| index.contains(k))
             {
-                return Ok((Self::with(index, keys, dir, s, false), false));
+                let mut vectors = Self::with(index, keys, dir, s, false);
+                vectors.viewed = true;
+                return Ok((vectors, false));
             }
         }
         let index = new_index(dimensions)?;
@@ -165,6 +173,7 @@ impl Vectors {
     fn with(index: Index, keys: HashSet<u64>, dir: &Path, state: State, dirty: bool) -> Self {
         Self {
             index,
+            viewed: false,
             slots: Slots::new(),
             keys,
             dir: dir.to_path_buf(),
@@ -178,10 +187,37 @@ impl Vectors {
     /// save whose removal was lost with the process): removed here.
     pub fn drop_unknown(&mut self, known: impl Fn(u64) -> bool) -> Result<usize, IndexError> {
         let stray: Vec<u64> = self.keys.iter().copied().filter(|&k| !known(k)).collect();
+        if !stray.is_empty() {
+            self.writable()?;
+        }
         for &k in &stray {
             self.remove(k)?;
         }
         Ok(stray.len())
+    }
+
+    /// Reads a viewed index in, so it can change (once per process).
+    fn writable(&mut self) -> Result<(), IndexError> {
+        if !self.viewed {
+            return Ok(());
+        }
+        let path = self.dir.join(INDEX_FILE);
+        let path = path
+            .to_str()
+            .ok_or_else(|| IndexError::Io("index path is not UTF-8".into()))?;
+        let index = new_index(self.state.dimensions)?;
+        index.load(path).map_err(io)?;
+        reserve(&index, index.size().max(1024))?;
+        if index.size() != self.index.size() {
+            return Err(IndexError::Io(format!(
+                "the vectors file changed while open ({} vectors, {} viewed)",
+                index.size(),
+                self.index.size()
+            )));
+        }
+        self.index = index;
+        self.viewed = false;
+        Ok(())
     }
 
     /// There are unsaved changes and the last save is [`SAVE_EVERY`] old.
@@ -213,6 +249,7 @@ impl Vectors {
                 self.state.dimensions
             )));
         }
+        self.writable()?;
         if self.index.contains(key) {
             self.index.remove(key).map_err(io)?;
         }
@@ -227,6 +264,7 @@ impl Vectors {
 
     pub fn remove(&mut self, key: u64) -> Result<(), IndexError> {
         if self.index.contains(key) {
+            self.writable()?;
             self.index.remove(key).map_err(io)?;
             self.dirty = true;
         }
@@ -236,6 +274,7 @@ impl Vectors {
 
     pub fn clear(&mut self) -> Result<(), IndexError> {
         self.index = new_index(self.state.dimensions)?;
+        self.viewed = false;
         self.keys.clear();
         self.dirty = true;
         Ok(())

@@ -173,6 +173,18 @@ impl Client {
         }
     }
 
+    /// [`Self::finish`], then closes the workspace without freeing
+    /// what it loaded: the process is about to exit, and at 100k memories
+    /// freeing the index's catalog one entry at a time took a fifth of a
+    /// cold `search`. Nothing is lost: everything was saved by the finish,
+    /// and what a kill would leave (no drop at all) is recovered at open.
+    pub fn finish_and_exit(self) {
+        self.finish();
+        if let Client::Local(ws) = self {
+            ws.close_leaking();
+        }
+    }
+
     /// Finishes what this process's writes left for later (processing,
     /// the index); the server's own worker does that for remote writes.
     pub fn finish(&self) {

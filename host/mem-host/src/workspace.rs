@@ -122,6 +122,17 @@ impl Drop for Workspace {
     }
 }
 
+impl Workspace {
+    /// Gives the workspace up as the process exits: no longer its holder,
+    /// its memory left to the operating system (see
+    /// [`crate::client::Client::finish_and_exit`]; only after its state was
+    /// saved). Locks are released when the process ends.
+    pub fn close_leaking(self: Box<Self>) {
+        let _ = fs::remove_file(self.dir.join(HOLDER_FILE));
+        std::mem::forget(self);
+    }
+}
+
 /// Notes this process as the holder (its pid and command line).
 fn note_holder(dir: &Path) {
     let args: Vec<String> = std::env::args().collect();

@@ -132,6 +132,12 @@ impl Service {
         self.store.as_ref()
     }
 
+    /// Whether the store is shared with other hosts (a database round trip
+    /// per read) rather than embedded in this process.
+    pub fn store_is_shared(&self) -> bool {
+        self.store.is_shared()
+    }
+
     /// Makes every deferred write durable (bulk commands call this before
     /// acknowledging).
     pub fn flush(&self) -> mem_core::MemResult<()> {

@@ -238,7 +238,7 @@ pub fn run(cli: Cli) -> MemResult<()> {
             };
             // What the command's writes left for later (processing, the
             // index) is finished before the process exits.
-            client.finish();
+            client.finish_and_exit();
             result
         }
     }
