@@ -140,17 +140,25 @@ impl Service {
             warn("cannot queue pending files", &e);
         }
         while !stop.load(Ordering::Relaxed) {
-            {
+            let idle = {
                 let mut ids = self.processing.ids.lock();
                 // A write woke the worker while it was busy: go on.
-                if ids.is_empty() && !self.is_index_behind() {
-                    self.processing.ready.wait_for(&mut ids, WORKER_IDLE);
-                }
-            }
+                ids.is_empty()
+                    && !self.is_index_behind()
+                    && self
+                        .processing
+                        .ready
+                        .wait_for(&mut ids, WORKER_IDLE)
+                        .timed_out()
+            };
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            self.settle();
+            // While writes keep arriving, the index saves its vectors at
+            // most every few seconds (at its commits); rewriting the whole
+            // vectors file after every round made ingest pay for it again
+            // and again. An idle round saves everything.
+            self.settle_with(idle);
         }
     }
 
@@ -159,12 +167,23 @@ impl Service {
     /// saves deferred state. The worker
     /// runs it as work arrives; a CLI command runs it before it exits.
     pub fn settle(&self) {
+        self.settle_with(true);
+    }
+
+    /// [`Self::settle`]; `save_index`: also save the index's deferred
+    /// state now (else the store's only).
+    fn settle_with(&self, save_index: bool) {
         if let Err(e) = self.drain_processing() {
             warn("background processing failed", &e);
         }
         self.catch_up_index();
         self.catch_up_related();
-        if let Err(e) = self.flush() {
+        let saved = if save_index {
+            self.flush()
+        } else {
+            self.store().flush().map_err(mem_core::MemError::from)
+        };
+        if let Err(e) = saved {
             warn("cannot save deferred state", &e);
         }
     }
