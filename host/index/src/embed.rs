@@ -87,15 +87,20 @@ impl Pool {
 
     /// Runs `f` on a free session; makes one when every made one is busy
     /// and there is room, else waits for the next made one in turn.
+    /// Sessions are made in order, so the made ones are the first `made`
+    /// (at least one: the first is made at load).
     fn with<R>(&self, f: impl FnOnce(&mut Session) -> R) -> Result<R, IndexError> {
-        let made: Vec<&Mutex<Session>> = self.sessions.iter().filter_map(OnceLock::get).collect();
+        let made = self.made();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        for i in 0..made.len() {
-            if let Some(mut s) = made[(start + i) % made.len()].try_lock() {
+        for i in 0..made {
+            if let Some(mut s) = self.sessions[(start + i) % made]
+                .get()
+                .and_then(Mutex::try_lock)
+            {
                 return Ok(f(&mut s));
             }
         }
-        if let Some(slot) = self.sessions.iter().find(|s| s.get().is_none()) {
+        if let Some(slot) = self.sessions.get(made) {
             let _making = self.making.lock();
             if slot.get().is_none() {
                 let _ = slot.set(Mutex::new((self.make)()?));
@@ -104,11 +109,18 @@ impl Pool {
                 return Ok(f(&mut s));
             }
         }
-        let made: Vec<&Mutex<Session>> = self.sessions.iter().filter_map(OnceLock::get).collect();
-        match made.get(start % made.len().max(1)) {
-            Some(session) => Ok(f(&mut session.lock())),
-            None => Err(unavailable("no embedding session could be made")),
-        }
+        let session = self.sessions[start % made.max(1)]
+            .get()
+            .ok_or_else(|| unavailable("no embedding session was made"))?;
+        Ok(f(&mut session.lock()))
+    }
+
+    /// How many sessions are made (a prefix of `sessions`).
+    fn made(&self) -> usize {
+        self.sessions
+            .iter()
+            .take_while(|s| s.get().is_some())
+            .count()
     }
 }
 

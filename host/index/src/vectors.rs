@@ -187,9 +187,6 @@ impl Vectors {
     /// save whose removal was lost with the process): removed here.
     pub fn drop_unknown(&mut self, known: impl Fn(u64) -> bool) -> Result<usize, IndexError> {
         let stray: Vec<u64> = self.keys.iter().copied().filter(|&k| !known(k)).collect();
-        if !stray.is_empty() {
-            self.writable()?;
-        }
         for &k in &stray {
             self.remove(k)?;
         }

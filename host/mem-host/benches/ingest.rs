@@ -22,8 +22,8 @@
 
 mod common;
 
-use common::{Lcg, du, env_usize, mem, mem_watching_rss, percentile, rss_of};
-use common::{start_server, stop_server};
+use common::{Lcg, corpus_memory, du, env_usize, http_agent, mem, mem_watching_rss, percentile};
+use common::{rss_of, start_server, stop_server, token_secret};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -37,46 +37,24 @@ const TARGET_ACK_P99_MS: f64 = 25.0;
 const GROUP: usize = 256;
 const WRITERS: usize = 8;
 
-/// One memory of the corpus (the serve bench's shape: 8–17 words).
-struct Line {
-    content: String,
-    kind: &'static str,
-    path: String,
-    agent: String,
-}
-
-fn corpus(n: usize) -> Vec<Line> {
+/// The serve bench's corpus (remember requests without keys).
+fn corpus(n: usize) -> Vec<serde_json::Value> {
     let mut rng = Lcg(7);
-    (0..n)
-        .map(|i| {
-            let words = 8 + rng.next() % 10;
-            Line {
-                content: format!("{} (note {i})", rng.sentence(words)),
-                kind: ["observation", "decision", "fact", "note"][i % 4],
-                path: format!("/bench/{}", i % 20),
-                agent: format!("agent-{}", i % 7),
-            }
-        })
-        .collect()
+    (0..n).map(|i| corpus_memory(&mut rng, i)).collect()
 }
 
-fn body(l: &Line) -> serde_json::Value {
-    serde_json::json!({
-        "content": l.content,
-        "kind": l.kind,
-        "path": l.path,
-        "agent_id": l.agent,
-    })
+fn content(m: &serde_json::Value) -> &str {
+    m["content"].as_str().unwrap_or_default()
 }
 
 /// The limit: texts per second the model alone embeds, in the index's
 /// groups, through the same embedder (its sessions side by side).
-fn embedding_limit(lines: &[Line]) -> f64 {
+fn embedding_limit(lines: &[serde_json::Value]) -> f64 {
     let files = mem_models::active_files()
         .unwrap_or_else(|e| panic!("no embedding model ({e}); run scripts/setup --model"));
     let embedder = mem_index::OrtEmbedder::load(&files).expect("load the model");
     use mem_core::index::Embedder;
-    let texts: Vec<&str> = lines.iter().map(|l| l.content.as_str()).collect();
+    let texts: Vec<&str> = lines.iter().map(content).collect();
     embedder
         .embed(&texts[..GROUP.min(texts.len())])
         .expect("warm up");
@@ -118,12 +96,12 @@ fn verdict(ok: bool) -> &'static str {
     if ok { "meets" } else { "MISSES" }
 }
 
-fn cli_ingest(lines: &[Line], limit: f64) {
+fn cli_ingest(lines: &[serde_json::Value], limit: f64) {
     let ws = fresh_workspace("ingest-bench-cli");
     let jsonl = ws.with_extension("jsonl");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&jsonl).expect("create jsonl"));
     for (i, l) in lines.iter().enumerate() {
-        let mut b = body(l);
+        let mut b = l.clone();
         b["idempotency_key"] = format!("ingest-{i}").into();
         writeln!(f, "{b}").expect("write jsonl");
     }
@@ -160,19 +138,12 @@ fn post(agent: &ureq::Agent, url: &str, secret: &str, key: &str, body: &[u8]) ->
         .unwrap_or(false)
 }
 
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into()
-}
-
 /// Writes `lines` over REST from `writers` clients; returns the sorted
 /// acknowledgement times and how many failed.
 fn write_all(
     base: &str,
     secret: &str,
-    lines: &[Line],
+    lines: &[serde_json::Value],
     writers: usize,
     tag: &str,
 ) -> (Vec<Duration>, usize) {
@@ -183,12 +154,12 @@ fn write_all(
     std::thread::scope(|s| {
         for _ in 0..writers {
             s.spawn(|| {
-                let agent = agent();
+                let agent = http_agent();
                 let mut mine = Vec::new();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(l) = lines.get(i) else { break };
-                    let bytes = serde_json::to_vec(&body(l)).expect("json");
+                    let bytes = serde_json::to_vec(l).expect("json");
                     let started = Instant::now();
                     if post(&agent, &url, secret, &format!("{tag}-{i}"), &bytes) {
                         mine.push(started.elapsed());
@@ -209,23 +180,9 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn rest_ingest(lines: &[Line], limit: f64) {
+fn rest_ingest(lines: &[serde_json::Value], limit: f64) {
     let ws = fresh_workspace("ingest-bench-rest");
-    let out = mem(
-        &ws,
-        &[
-            "token",
-            "create",
-            "--name",
-            "ingest",
-            "--scope",
-            "search,write",
-        ],
-    );
-    let secret = serde_json::from_slice::<serde_json::Value>(&out).expect("token json")["secret"]
-        .as_str()
-        .expect("secret")
-        .to_string();
+    let secret = token_secret(&ws, "ingest", "search,write");
     let (server, base) = start_server(&ws);
     let started = Instant::now();
     let (times, failed) = write_all(&base, &secret, lines, WRITERS, "many");
@@ -233,7 +190,7 @@ fn rest_ingest(lines: &[Line], limit: f64) {
     // A search first replays what the index is behind on.
     assert!(
         post(
-            &agent(),
+            &http_agent(),
             &format!("{base}/v1/search"),
             &secret,
             "search",
@@ -257,7 +214,7 @@ fn rest_ingest(lines: &[Line], limit: f64) {
         verdict(rate / limit >= TARGET_RATIO)
     );
     // One agent writing alone, over what was just written.
-    let alone: Vec<Line> = corpus(lines.len() + 1000).split_off(lines.len());
+    let alone: Vec<serde_json::Value> = corpus(lines.len() + 1000).split_off(lines.len());
     let (times, failed) = write_all(&base, &secret, &alone, 1, "one");
     let p99 = ms(percentile(&times, 0.99));
     println!(

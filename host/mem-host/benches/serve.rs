@@ -23,9 +23,8 @@
 
 mod common;
 
-use common::{
-    Lcg, du, env_usize, mem, mem_watching_rss, percentile, rss_of, start_server, stop_server,
-};
+use common::{Lcg, corpus_memory, du, env_usize, http_agent, mem, mem_watching_rss, percentile};
+use common::{rss_of, start_server, stop_server, token_secret};
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
@@ -56,15 +55,8 @@ fn workspace(n: usize, lexical: bool) -> std::path::PathBuf {
         let jsonl = ws.with_extension(format!("{first}.jsonl"));
         let mut f = std::fs::File::create(&jsonl).expect("create jsonl");
         for i in first..(first + CHUNK).min(n) {
-            let words = 8 + rng.next() % 10;
-            let kind = ["observation", "decision", "fact", "note"][i % 4];
-            let line = serde_json::json!({
-                "content": format!("{} (note {i})", rng.sentence(words)),
-                "kind": kind,
-                "path": format!("/bench/{}", i % 20),
-                "idempotency_key": format!("bench-{i}"),
-                "agent_id": format!("agent-{}", i % 7),
-            });
+            let mut line = corpus_memory(&mut rng, i);
+            line["idempotency_key"] = format!("bench-{i}").into();
             writeln!(f, "{line}").expect("write jsonl");
         }
         drop(f);
@@ -112,21 +104,11 @@ fn main() {
     }
     let secs = env_usize("MEM_BENCH_SECS", 10) as u64;
     let ws = workspace(n, false);
-    let out = mem(
+    let secret = token_secret(
         &ws,
-        &[
-            "token",
-            "create",
-            "--name",
-            &format!("bench-{}", std::process::id()),
-            "--scope",
-            "search,write",
-        ],
+        &format!("bench-{}", std::process::id()),
+        "search,write",
     );
-    let secret = serde_json::from_slice::<serde_json::Value>(&out).expect("token json")["secret"]
-        .as_str()
-        .expect("secret")
-        .to_string();
 
     let (server, base) = start_server(&ws);
     let mut rng = Lcg(99);
@@ -386,14 +368,6 @@ fn post(agent: &ureq::Agent, url: &str, secret: &str, body: &[u8]) -> Outcome {
     }
 }
 
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
-        .build()
-        .into()
-}
-
 #[derive(Default)]
 struct Tally {
     times: Vec<Duration>,
@@ -416,7 +390,7 @@ fn load_levels(op: &LoadOp, base: &str, secret: &str, secs: u64, n: usize) {
             body_of(op, rng.sentence(words))
         })
         .collect();
-    let alone = agent();
+    let alone = http_agent();
     let expected: Arc<Vec<serde_json::Value>> = Arc::new(
         samples
             .iter()
@@ -443,7 +417,7 @@ fn load_levels(op: &LoadOp, base: &str, secret: &str, secs: u64, n: usize) {
                 let extra = op.extra;
                 let label = op.label;
                 std::thread::spawn(move || {
-                    let agent = agent();
+                    let agent = http_agent();
                     let mut rng = Lcg(1000 * concurrency as u64 + t as u64);
                     let mut mine = Tally::default();
                     let mut i = t;

@@ -118,17 +118,21 @@ const HOLDER_FILE: &str = "holder";
 
 impl Drop for Workspace {
     fn drop(&mut self) {
-        let _ = fs::remove_file(self.dir.join(HOLDER_FILE));
+        self.release_holder();
     }
 }
 
 impl Workspace {
+    fn release_holder(&self) {
+        let _ = fs::remove_file(self.dir.join(HOLDER_FILE));
+    }
+
     /// Gives the workspace up as the process exits: no longer its holder,
     /// its memory left to the operating system (see
     /// [`crate::client::Client::finish_and_exit`]; only after its state was
     /// saved). Locks are released when the process ends.
     pub fn close_leaking(self: Box<Self>) {
-        let _ = fs::remove_file(self.dir.join(HOLDER_FILE));
+        self.release_holder();
         std::mem::forget(self);
     }
 }

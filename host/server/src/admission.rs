@@ -67,14 +67,12 @@ impl Admission {
         f: impl FnOnce() -> T + Send + 'static,
     ) -> MemResult<T> {
         let permit = self.admit().await?;
-        let out = tokio::task::spawn_blocking(move || {
+        blocking(move || {
             let out = f();
             drop(permit);
             out
         })
         .await
-        .map_err(|e| MemError::internal(format!("the request's worker failed: {e}")))?;
-        Ok(out)
     }
 
     async fn admit(&self) -> MemResult<OwnedSemaphorePermit> {
@@ -147,6 +145,16 @@ impl Admission {
             self.shed()
         )
     }
+}
+
+/// Runs `f` on tokio's blocking pool (service work does disk and model
+/// work, which must not stall the async workers), admitted or not.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> MemResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| MemError::internal(format!("the request's worker failed: {e}")))
 }
 
 /// Counts a waiting request for as long as it waits.

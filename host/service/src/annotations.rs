@@ -359,7 +359,7 @@ impl Service {
             ))
         })?;
         if !out.replayed {
-            self.sync_index_after_write();
+            self.after_write();
         }
         Ok(out)
     }

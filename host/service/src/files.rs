@@ -112,7 +112,7 @@ impl Service {
     /// missing parent folders, and queues it for the processors.
     pub(crate) fn put_file(&self, req: PutFile) -> MemResult<PutFileResult> {
         let out = self.put_file_with(req, Durability::Immediate)?;
-        self.sync_index_after_write();
+        self.after_write();
         self.enqueue_processing(&out.file);
         Ok(out)
     }
@@ -512,7 +512,7 @@ impl Service {
                 }
             }
         })
-        .inspect(|_| self.sync_index_after_write())
+        .inspect(|_| self.after_write())
     }
 
     fn push_file_move(
@@ -594,7 +594,7 @@ impl Service {
                     Ok((batch, RemoveResult { path: folder, files_removed: counts.0, folders_removed: counts.1 }))
                 }
             }
-        }).inspect(|_| self.sync_index_after_write())
+        }).inspect(|_| self.after_write())
     }
 
     fn push_file_delete(&self, batch: &mut Batch, f: Stored<FileRecord>) -> MemResult<()> {

@@ -117,15 +117,14 @@ impl Service {
         self.plugins.as_ref()
     }
 
-    /// Runs after every committed memory write, before it is acknowledged:
-    /// the event log is the index's durable queue, so the write returns
-    /// without waiting for its embedding. The worker replays it (with
-    /// whatever else arrived meanwhile, in one batch) and computes
+    /// Runs after every committed memory or file write, before it is
+    /// acknowledged: the event log is the index's durable queue, so the
+    /// write returns without waiting for its embedding. The worker replays
+    /// it (with whatever else arrived meanwhile, in one batch) and computes
     /// relations; a CLI command does both as it settles, and any read of
     /// the index replays it first.
-    pub(crate) fn after_memory_write(&self) -> mem_core::MemResult<()> {
+    pub(crate) fn after_write(&self) {
         self.index_behind();
-        Ok(())
     }
 
     pub(crate) fn store(&self) -> &dyn Store {

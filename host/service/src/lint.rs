@@ -260,7 +260,7 @@ impl Service {
         }
         if apply && !batch.is_empty() {
             self.store().commit(batch, Durability::Immediate)?;
-            self.after_memory_write()?;
+            self.after_write();
         }
         Ok(RebuildReport {
             events,

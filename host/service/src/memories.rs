@@ -269,7 +269,7 @@ impl Service {
             WriteRoute::Remember,
             &[],
         )?;
-        self.after_memory_write()?;
+        self.after_write();
         Ok(out)
     }
 
@@ -311,7 +311,7 @@ impl Service {
                 .map(|r| r.and(Err(err.clone())))
                 .collect();
         }
-        self.index_behind();
+        self.after_write();
         results
     }
 
@@ -757,7 +757,7 @@ impl Service {
             self.seal_audit(&mut batch, drafts)?;
             Ok((batch, m))
         })?;
-        self.after_memory_write()?;
+        self.after_write();
         Ok(m)
     }
 

@@ -195,7 +195,8 @@ impl Service {
     /// (`memory get`, `search`) do not pay for a step of it.
     pub fn finish_command(&self) {
         let queued = !self.processing.ids.lock().is_empty();
-        if queued || self.recall.wrote.load(Ordering::SeqCst) {
+        let wrote = self.recall.written.load(Ordering::SeqCst) > 0;
+        if queued || wrote {
             self.settle();
         } else if let Err(e) = self.flush() {
             warn("cannot save deferred state", &e);
@@ -308,7 +309,7 @@ impl Service {
             }
         }
         if report.processed > 0 {
-            self.after_memory_write()?;
+            self.after_write();
         }
         Ok(report)
     }

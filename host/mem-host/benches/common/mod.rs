@@ -229,3 +229,34 @@ pub fn start_server(ws: &Path) -> (std::process::Child, String) {
     std::thread::spawn(move || lines.for_each(drop));
     (server, base)
 }
+
+/// The `i`th memory of the benches' corpus (a remember request without its
+/// idempotency key): 8–17 words, four kinds, twenty folders, seven agents.
+pub fn corpus_memory(rng: &mut Lcg, i: usize) -> serde_json::Value {
+    let words = 8 + rng.next() % 10;
+    let kind = ["observation", "decision", "fact", "note"][i % 4];
+    serde_json::json!({
+        "content": format!("{} (note {i})", rng.sentence(words)),
+        "kind": kind,
+        "path": format!("/bench/{}", i % 20),
+        "agent_id": format!("agent-{}", i % 7),
+    })
+}
+
+/// Creates a token named `name` with `scopes` in `ws`; returns its secret.
+pub fn token_secret(ws: &Path, name: &str, scopes: &str) -> String {
+    let out = mem(ws, &["token", "create", "--name", name, "--scope", scopes]);
+    serde_json::from_slice::<serde_json::Value>(&out).expect("token json")["secret"]
+        .as_str()
+        .expect("secret")
+        .to_string()
+}
+
+/// An HTTP client that returns error statuses as answers.
+pub fn http_agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}

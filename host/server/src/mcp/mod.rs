@@ -290,9 +290,7 @@ impl MemMcp {
         let run = move || backend.run(&access, name, args);
         match &self.admission {
             Some(admission) => admission.run(run).await?,
-            None => tokio::task::spawn_blocking(run)
-                .await
-                .map_err(|e| MemError::internal(format!("the request's worker failed: {e}")))?,
+            None => crate::admission::blocking(run).await?,
         }
     }
 

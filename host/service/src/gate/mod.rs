@@ -272,7 +272,7 @@ impl Service {
             Ok((batch, p))
         })?;
         proposal = outcome;
-        self.after_memory_write()?;
+        self.after_write();
         if proposal.status == ProposalStatus::Rejected {
             let reasons: Vec<String> = proposal
                 .findings

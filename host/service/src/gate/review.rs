@@ -153,7 +153,7 @@ impl Service {
             self.seal_audit(&mut batch, drafts)?;
             Ok((batch, p))
         })?;
-        self.after_memory_write()?;
+        self.after_write();
         Ok(p)
     }
 

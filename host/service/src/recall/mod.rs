@@ -65,9 +65,6 @@ pub(crate) struct RecallState {
     /// The value of `written` the last finished sync had read before it
     /// replayed the log.
     pub synced: AtomicU64,
-    /// This process wrote memories or files (see
-    /// [`Service::finish_command`]).
-    pub wrote: AtomicBool,
     /// The recall log's fingerprint key, once read (it never changes).
     pub log_key: OnceLock<Vec<u8>>,
     /// One recall-log append at a time in this process: concurrent
@@ -492,7 +489,6 @@ impl Service {
             )));
         }
         let filters = filters_of(q)?;
-        self.catch_up_index();
         let index = self.require_index()?;
         let period = period_in(&q.query, mem_core::time::now());
         let req = SearchRequest {

@@ -276,7 +276,6 @@ impl Service {
     /// Notes that acknowledged writes wait for the index, and wakes the
     /// worker to replay them.
     pub(crate) fn index_behind(&self) {
-        self.recall.wrote.store(true, Ordering::SeqCst);
         self.recall.written.fetch_add(1, Ordering::SeqCst);
         self.wake_worker();
     }
@@ -299,7 +298,6 @@ impl Service {
     /// durable; the index catches up at the next sync or open). A failure
     /// is kept and reported as a warning by searches until a sync succeeds.
     pub(crate) fn sync_index_after_write(&self) {
-        self.recall.wrote.store(true, Ordering::SeqCst);
         // Every write counted by now is in the log the sync reads.
         let covers = self.recall.written.load(Ordering::SeqCst);
         let result = self.sync_index();
