@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, get, post};
 use futures_util::StreamExt;
-use mem_core::MemError;
+use mem_core::{MemError, MemResult};
 use mem_service::access::Access;
 use mem_service::door::Done;
 use mem_service::ops::admin::{ExportDocument, ImportDocument};
@@ -79,14 +79,23 @@ pub(super) fn upload_route(route: Route) -> MethodRouter<AppState> {
                             let name = route.op.name;
                             let result = call(&st, access, move |c| {
                                 let mut sync = tokio_util::io::SyncIoBridge::new(reader);
-                                let value = if name == "bundle.import" {
-                                    let _: ImportBundle = c.decode(Value::Object(args))?;
-                                    serde_json::to_value(c.import_bundle(&mut sync)?)
-                                } else {
-                                    let _: VerifyBundle = c.decode(Value::Object(args))?;
-                                    serde_json::to_value(c.verify_bundle(&mut sync)?)
+                                let run = || -> MemResult<Value> {
+                                    let value = if name == "bundle.import" {
+                                        let _: ImportBundle = c.decode(Value::Object(args))?;
+                                        serde_json::to_value(c.import_bundle(&mut sync)?)
+                                    } else {
+                                        let _: VerifyBundle = c.decode(Value::Object(args))?;
+                                        serde_json::to_value(c.verify_bundle(&mut sync)?)
+                                    };
+                                    value.map_err(|e| MemError::internal(e.to_string()))
                                 };
-                                value.map_err(|e| MemError::internal(e.to_string()))
+                                let result = run();
+                                // A replay or a refusal is decided before the
+                                // upload ends: read the rest (the limit still
+                                // holds) so the client receives this answer
+                                // instead of a reset on its send.
+                                let _ = std::io::copy(&mut sync, &mut std::io::sink());
+                                result
                             })
                             .await;
                             if over.load(Ordering::SeqCst) {
@@ -139,9 +148,9 @@ pub(super) fn upload_route(route: Route) -> MethodRouter<AppState> {
                     Ok::<_, ApiError>(answer(&route, done))
                 };
                 let mut resp = run.await.unwrap_or_else(IntoResponse::into_response);
-                // A bundle import may answer (a replay, a refusal) before
-                // it has read the whole upload: the connection cannot carry
-                // another request then, and the client must be told so.
+                // A bundle upload refused before the service read it (its
+                // access, its size) leaves bytes unread: the connection
+                // cannot carry another request, and the client is told so.
                 if route.kind == Kind::BundleIn {
                     resp.headers_mut()
                         .insert(header::CONNECTION, HeaderValue::from_static("close"));
