@@ -13,6 +13,13 @@ use cli::Format;
 use cli::output::render_error;
 use std::process::ExitCode;
 
+/// glibc's allocator took about a tenth of a served search's CPU
+/// (consolidating and splitting chunks as tantivy's scorers and the JSON
+/// answers come and go across threads); mimalloc's thread-local pages do
+/// the same work for less.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Data files `0600`, folders `0700`: everything this process creates is
 /// private to the user, whichever library creates it.
 #[allow(unsafe_code)]

@@ -28,6 +28,15 @@ pub enum Lifecycle {
 }
 
 impl Lifecycle {
+    /// Every state, so a set of them has a complement.
+    pub const ALL: [Lifecycle; 5] = [
+        Self::Active,
+        Self::Archived,
+        Self::Superseded,
+        Self::Deprecated,
+        Self::Forgotten,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Active => "active",
