@@ -41,6 +41,7 @@ pub mod timeline;
 pub mod tokens;
 pub mod types;
 pub mod web;
+pub mod worker;
 
 pub use audit::{Actor, AuditEntry, AuditQuery, AuditVerification};
 pub use budget::BudgetUsage;
@@ -75,6 +76,8 @@ pub struct Service {
     recall: recall::RecallState,
     /// Files waiting for the processors.
     processing: processing::ProcessingQueue,
+    /// The background worker's view of the load (see `worker`).
+    worker: worker::WorkerState,
     /// Idempotency keys whose request is running now (see `door`).
     in_flight: parking_lot::Mutex<HashSet<String>>,
     /// Held while a token's call is counted, so concurrent requests in
@@ -101,6 +104,7 @@ impl Service {
             plugins: None,
             recall: Default::default(),
             processing: Default::default(),
+            worker: Default::default(),
             in_flight: Default::default(),
             call_count: Default::default(),
             shapes: Default::default(),

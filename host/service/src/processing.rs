@@ -15,12 +15,6 @@ use parking_lot::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
-
-fn warn(what: &str, e: &MemError) {
-    tracing::warn!(code = %e.code, error = %e.message, "{what}");
-}
 
 /// Attempts before a file stays `failed` until someone runs `reindex`.
 const MAX_ATTEMPTS: u32 = 3;
@@ -75,14 +69,10 @@ pub enum Reindex {
 /// runs at a time, so a file is never processed twice concurrently.
 #[derive(Debug, Default)]
 pub(crate) struct ProcessingQueue {
-    ids: Mutex<VecDeque<String>>,
-    ready: Condvar,
+    pub(crate) ids: Mutex<VecDeque<String>>,
+    pub(crate) ready: Condvar,
     busy: Mutex<()>,
 }
-
-/// How long the worker sleeps without work before it saves deferred
-/// derived state anyway.
-const WORKER_IDLE: Duration = Duration::from_secs(5);
 
 impl Service {
     /// Queues a file whose content is new for the processors.
@@ -130,140 +120,6 @@ impl Service {
             }
         }
         Ok(n)
-    }
-
-    /// The worker loop of a long-running process: drains the processing
-    /// queue as work arrives and saves deferred derived state when idle,
-    /// until `stop` is set (checked at least every few seconds).
-    pub fn run_worker(&self, stop: &AtomicBool) {
-        if let Err(e) = self.requeue_pending() {
-            warn("cannot queue pending files", &e);
-        }
-        while !stop.load(Ordering::Relaxed) {
-            let idle = {
-                let mut ids = self.processing.ids.lock();
-                // A write woke the worker while it was busy: go on.
-                ids.is_empty()
-                    && !self.is_index_behind()
-                    && self
-                        .processing
-                        .ready
-                        .wait_for(&mut ids, WORKER_IDLE)
-                        .timed_out()
-            };
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            // While writes keep arriving, the index saves its vectors at
-            // most every few seconds (at its commits); rewriting the whole
-            // vectors file after every round made ingest pay for it again
-            // and again. An idle round saves everything.
-            self.settle_with(idle);
-        }
-    }
-
-    /// Finishes what writes left for later: processes queued files,
-    /// brings the index up to the log, computes a step of relations,
-    /// saves deferred state. The worker
-    /// runs it as work arrives; a CLI command runs it before it exits.
-    pub fn settle(&self) {
-        self.settle_with(true);
-    }
-
-    /// [`Self::settle`]; `save_index`: also save the index's deferred
-    /// state now (else the store's only).
-    fn settle_with(&self, save_index: bool) {
-        if let Err(e) = self.drain_processing() {
-            warn("background processing failed", &e);
-        }
-        self.catch_up_index();
-        self.catch_up_related();
-        let saved = if save_index {
-            self.flush()
-        } else {
-            self.store().flush().map_err(mem_core::MemError::from)
-        };
-        if let Err(e) = saved {
-            warn("cannot save deferred state", &e);
-        }
-    }
-
-    /// What a command of a short-lived process (the CLI) does before it
-    /// exits: settles what its own writes left. A command that wrote
-    /// nothing only saves deferred state: the relations backlog of a bulk
-    /// import is left to the next write or to a server's worker, so reads
-    /// (`memory get`, `search`) do not pay for a step of it.
-    pub fn finish_command(&self) {
-        let queued = !self.processing.ids.lock().is_empty();
-        let wrote = self.recall.written.load(Ordering::SeqCst) > 0;
-        if queued || wrote {
-            self.settle();
-        } else if let Err(e) = self.flush() {
-            warn("cannot save deferred state", &e);
-        }
-    }
-
-    /// Wakes a worker waiting in [`Service::run_worker`] (to stop it).
-    pub fn wake_worker(&self) {
-        // Under the queue's lock: the worker checks for work under it too,
-        // so a wake-up between its check and its wait is not lost.
-        let _queue = self.processing.ids.lock();
-        self.processing.ready.notify_all();
-    }
-
-    /// Starts the worker of a long-running process on its own thread, and
-    /// on a shared store the follower of the other hosts' writes
-    /// (see [`crate::follow`]).
-    pub fn spawn_worker(self: &std::sync::Arc<Self>) -> MemResult<Worker> {
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let (svc, flag) = (self.clone(), stop.clone());
-        let thread = std::thread::Builder::new()
-            .name("mem-worker".into())
-            .spawn(move || svc.run_worker(&flag))
-            .map_err(|e| MemError::io("cannot start the worker", &e))?;
-        let follower = if self.store().is_shared() {
-            let (svc, flag) = (self.clone(), stop.clone());
-            Some(
-                std::thread::Builder::new()
-                    .name("mem-follower".into())
-                    .spawn(move || svc.run_follower(&flag))
-                    .map_err(|e| MemError::io("cannot start the log follower", &e))?,
-            )
-        } else {
-            None
-        };
-        Ok(Worker {
-            svc: self.clone(),
-            stop,
-            thread,
-            follower,
-        })
-    }
-}
-
-/// A running worker thread ([`Service::spawn_worker`]).
-pub struct Worker {
-    svc: std::sync::Arc<Service>,
-    stop: std::sync::Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
-    follower: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Worker {
-    /// Stops the worker after its current round (blocking until it ends)
-    /// and saves deferred state.
-    pub fn stop(self) -> MemResult<()> {
-        self.stop.store(true, Ordering::SeqCst);
-        self.svc.wake_worker();
-        if self.thread.join().is_err() {
-            tracing::warn!("the worker stopped with a panic");
-        }
-        if let Some(f) = self.follower
-            && f.join().is_err()
-        {
-            tracing::warn!("the log follower stopped with a panic");
-        }
-        self.svc.flush()
     }
 }
 

@@ -124,6 +124,7 @@ impl<'a> Caller<'a> {
 
     /// Runs `op` as this caller: the only way a surface reaches the service.
     pub fn run<O: Operation>(&self, op: O) -> MemResult<Done<O::Output>> {
+        let _running = self.svc.foreground_call();
         self.require(O::SCOPE)?;
         if O::REPLAY == Replay::Kept
             && let Some(key) = checked_key(op.idempotency_key())?

@@ -86,10 +86,15 @@ impl Service {
     }
 
     /// One bounded step, never failing the caller (a write is durable
-    /// whatever its relations): what `settle` and `related` run.
-    pub(crate) fn catch_up_related(&self) {
-        if let Err(e) = self.relate_step(STEP_ITEMS) {
-            tracing::warn!(code = %e.code, error = %e.message, "computing relations failed");
+    /// whatever its relations): what `settle` and `related` run. True
+    /// when items are still waiting.
+    pub(crate) fn catch_up_related(&self) -> bool {
+        match self.relate_step(STEP_ITEMS) {
+            Ok(step) => step.pending,
+            Err(e) => {
+                tracing::warn!(code = %e.code, error = %e.message, "computing relations failed");
+                false
+            }
         }
     }
 

@@ -5,7 +5,9 @@
 use super::*;
 use crate::fake_host::FakeHost;
 use crate::tests::service_with;
+use crate::worker::RELATE_UNDER_LOAD_EVERY;
 use crate::{RememberRequest, WorkspaceConfig};
+use detect::STEP_ITEMS;
 use mem_core::plugin::{DetectedRelation, PluginsConfig};
 use mem_core::{ErrorCode, VPath};
 use std::sync::Arc;
@@ -192,4 +194,64 @@ fn limits_outside_one_to_a_hundred_are_bad_requests() {
     let r = svc.related(&a, None, 10, &all).unwrap();
     assert!(!r.pending && r.relations.is_empty());
     assert_eq!(svc.refresh_related(false, 10).unwrap().items, 0);
+}
+
+/// Holds `n` surface calls running, as a loaded server does.
+fn busy(svc: &Service, n: usize) -> Vec<crate::worker::Foreground<'_>> {
+    (0..n).map(|_| svc.foreground_call()).collect()
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Regression: a bulk import's relations backlog took a step every few
+/// seconds from a server whose every core was answering requests.
+#[test]
+fn calls_on_every_core_hold_the_relations_backlog_back_and_an_idle_server_works_through_it() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let svc = svc.with_plugins(Arc::new(words()));
+    let first = remember(&svc, "sled note first", "/n");
+    for i in 0..STEP_ITEMS + 5 {
+        remember(&svc, &format!("sled note {i}"), "/n");
+    }
+    // The first step of a loaded server runs (none ran yet); the next
+    // waits while every core is busy.
+    let calls = busy(&svc, cores());
+    assert!(svc.settle_with(false), "a first step, more pending");
+    assert!(!svc.settle_with(false), "no step while every core is busy");
+    assert!(svc.related(&first, None, 10, &all).unwrap().pending);
+    // Long after the last step, one runs even under load.
+    *svc.worker.related_at.lock() = std::time::Instant::now().checked_sub(RELATE_UNDER_LOAD_EVERY);
+    svc.settle_with(false);
+    assert!(!svc.related(&first, None, 10, &all).unwrap().pending);
+    drop(calls);
+    // Fewer calls than cores: relations go on at once.
+    remember(&svc, "sled note late", "/n");
+    let _one = busy(&svc, cores() - 1);
+    assert!(!svc.settle_with(false), "the step ran and nothing is left");
+    let late = svc.refresh_related(false, 100).unwrap();
+    assert_eq!(late.items, 0, "{late:?}");
+}
+
+/// An idle server's worker computes a backlog step after step instead of
+/// one step per idle wait.
+#[test]
+fn an_idle_worker_computes_a_backlog_without_waiting_between_steps() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let svc = Arc::new(svc.with_plugins(Arc::new(words())));
+    let first = remember(&svc, "sled note first", "/n");
+    for i in 0..3 * STEP_ITEMS {
+        remember(&svc, &format!("sled note {i}"), "/n");
+    }
+    let started = std::time::Instant::now();
+    let worker = svc.spawn_worker().unwrap();
+    while svc.related(&first, None, 10, &all).unwrap().pending {
+        assert!(
+            started.elapsed() < crate::worker::WORKER_IDLE,
+            "the worker waited between steps of the backlog"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    worker.stop().unwrap();
 }

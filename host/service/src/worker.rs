@@ -1,0 +1,214 @@
+//! The background worker of a long-running process (`serve`, `mcp`): it
+//! processes queued files, replays acknowledged writes into the index,
+//! computes relations and saves deferred state, as work arrives; a CLI
+//! command settles the same way before it exits. Relations of a backlog
+//! yield to requests (see [`RELATE_UNDER_LOAD_EVERY`]).
+
+use crate::Service;
+use mem_core::{MemError, MemResult};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+fn warn(what: &str, e: &MemError) {
+    tracing::warn!(code = %e.code, error = %e.message, "{what}");
+}
+
+/// How long the worker sleeps without work before it saves deferred
+/// derived state anyway.
+pub(crate) const WORKER_IDLE: Duration = Duration::from_secs(5);
+
+/// While calls keep every core busy, the worker computes a step of the
+/// relations backlog at most this often. Relations are derived data no
+/// request waits for (`related` computes a step itself); a bulk import's
+/// backlog, a step every few seconds, took a tenth of a loaded server's
+/// CPU. With calls arriving it computes a step per idle wait; a server no
+/// call reached during the last step works through it step after step
+/// (back to back under one client, they tripled its p99).
+pub(crate) const RELATE_UNDER_LOAD_EVERY: Duration = Duration::from_secs(30);
+
+/// Counts a surface's call as running while it lives.
+pub(crate) struct Foreground<'a>(&'a AtomicUsize);
+
+impl Drop for Foreground<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What the worker knows of the process's load.
+#[derive(Debug, Default)]
+pub(crate) struct WorkerState {
+    /// Surface calls running now (see [`Service::foreground_call`]).
+    foreground: AtomicUsize,
+    /// Surface calls started since the process started.
+    calls: AtomicU64,
+    /// When the worker last computed a step of relations.
+    pub(crate) related_at: Mutex<Option<Instant>>,
+}
+
+impl Service {
+    /// The worker loop of a long-running process: drains the processing
+    /// queue as work arrives and saves deferred derived state when idle,
+    /// until `stop` is set (checked at least every few seconds).
+    pub fn run_worker(&self, stop: &AtomicBool) {
+        if let Err(e) = self.requeue_pending() {
+            warn("cannot queue pending files", &e);
+        }
+        let mut go_on = false;
+        while !stop.load(Ordering::Relaxed) {
+            let idle = {
+                let mut ids = self.processing.ids.lock();
+                // A write woke the worker while it was busy, or relations
+                // are pending and no call came during the last step: go on.
+                ids.is_empty()
+                    && !self.is_index_behind()
+                    && !go_on
+                    && self
+                        .processing
+                        .ready
+                        .wait_for(&mut ids, WORKER_IDLE)
+                        .timed_out()
+            };
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            // While writes keep arriving, the index saves its vectors at
+            // most every few seconds (at its commits); rewriting the whole
+            // vectors file after every round made ingest pay for it again
+            // and again. An idle round saves everything.
+            let calls = self.worker.calls.load(Ordering::Relaxed);
+            let relating = self.settle_with(idle);
+            go_on = relating && self.worker.calls.load(Ordering::Relaxed) == calls;
+        }
+    }
+
+    /// Finishes what writes left for later: processes queued files,
+    /// brings the index up to the log, computes a step of relations,
+    /// saves deferred state. The worker
+    /// runs it as work arrives; a CLI command runs it before it exits.
+    pub fn settle(&self) {
+        self.settle_with(true);
+    }
+
+    /// [`Self::settle`]; `save_index`: also save the index's deferred
+    /// state now (else the store's only). True when it computed a step of
+    /// relations and more are pending.
+    pub(crate) fn settle_with(&self, save_index: bool) -> bool {
+        if let Err(e) = self.drain_processing() {
+            warn("background processing failed", &e);
+        }
+        self.catch_up_index();
+        let relating = self.relations_may_run() && {
+            *self.worker.related_at.lock() = Some(Instant::now());
+            self.catch_up_related()
+        };
+        let saved = if save_index {
+            self.flush()
+        } else {
+            self.store().flush().map_err(mem_core::MemError::from)
+        };
+        if let Err(e) = saved {
+            warn("cannot save deferred state", &e);
+        }
+        relating
+    }
+
+    /// Counts a surface's call (the door's `run`) as running while the
+    /// guard lives: the worker leaves relations alone while calls keep
+    /// every core busy.
+    pub(crate) fn foreground_call(&self) -> Foreground<'_> {
+        self.worker.calls.fetch_add(1, Ordering::Relaxed);
+        self.worker.foreground.fetch_add(1, Ordering::Relaxed);
+        Foreground(&self.worker.foreground)
+    }
+
+    /// Whether a step of relations runs now: unless calls occupy every
+    /// core, and then once every [`RELATE_UNDER_LOAD_EVERY`].
+    fn relations_may_run(&self) -> bool {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.worker.foreground.load(Ordering::Relaxed) < cores
+            || self
+                .worker
+                .related_at
+                .lock()
+                .is_none_or(|t| t.elapsed() >= RELATE_UNDER_LOAD_EVERY)
+    }
+
+    /// What a command of a short-lived process (the CLI) does before it
+    /// exits: settles what its own writes left. A command that wrote
+    /// nothing only saves deferred state: the relations backlog of a bulk
+    /// import is left to the next write or to a server's worker, so reads
+    /// (`memory get`, `search`) do not pay for a step of it.
+    pub fn finish_command(&self) {
+        let queued = !self.processing.ids.lock().is_empty();
+        let wrote = self.recall.written.load(Ordering::SeqCst) > 0;
+        if queued || wrote {
+            self.settle();
+        } else if let Err(e) = self.flush() {
+            warn("cannot save deferred state", &e);
+        }
+    }
+
+    /// Wakes a worker waiting in [`Service::run_worker`] (to stop it).
+    pub fn wake_worker(&self) {
+        // Under the queue's lock: the worker checks for work under it too,
+        // so a wake-up between its check and its wait is not lost.
+        let _queue = self.processing.ids.lock();
+        self.processing.ready.notify_all();
+    }
+
+    /// Starts the worker of a long-running process on its own thread, and
+    /// on a shared store the follower of the other hosts' writes
+    /// (see [`crate::follow`]).
+    pub fn spawn_worker(self: &std::sync::Arc<Self>) -> MemResult<Worker> {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (svc, flag) = (self.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("mem-worker".into())
+            .spawn(move || svc.run_worker(&flag))
+            .map_err(|e| MemError::io("cannot start the worker", &e))?;
+        let follower = if self.store().is_shared() {
+            let (svc, flag) = (self.clone(), stop.clone());
+            Some(
+                std::thread::Builder::new()
+                    .name("mem-follower".into())
+                    .spawn(move || svc.run_follower(&flag))
+                    .map_err(|e| MemError::io("cannot start the log follower", &e))?,
+            )
+        } else {
+            None
+        };
+        Ok(Worker {
+            svc: self.clone(),
+            stop,
+            thread,
+            follower,
+        })
+    }
+}
+/// A running worker thread ([`Service::spawn_worker`]).
+pub struct Worker {
+    svc: std::sync::Arc<Service>,
+    stop: std::sync::Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+    follower: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Stops the worker after its current round (blocking until it ends)
+    /// and saves deferred state.
+    pub fn stop(self) -> MemResult<()> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.svc.wake_worker();
+        if self.thread.join().is_err() {
+            tracing::warn!("the worker stopped with a panic");
+        }
+        if let Some(f) = self.follower
+            && f.join().is_err()
+        {
+            tracing::warn!("the log follower stopped with a panic");
+        }
+        self.svc.flush()
+    }
+}
