@@ -353,6 +353,10 @@ fn the_status_page_shows_the_queue_the_index_and_budget_usage() {
     assert!(page.contains("<dt>Documents</dt>"), "{page}");
     assert!(page.contains(r#"<meter min="0" max="2000""#), "{page}");
     assert!(page.contains("kind:note"), "{page}");
+    // The first-party detectors are configured: how far relations are
+    // computed behind the event log.
+    assert!(page.contains(r#"id="relations""#), "{page}");
+    assert!(page.contains("<dt>Computed up to event</dt>"), "{page}");
     // Nothing failed: no retry offered.
     assert!(!page.contains("/status/reindex"), "{page}");
 

@@ -46,6 +46,10 @@ pub struct WorkspaceStatus {
     /// Per scope the caller sees: memories since its last consolidation,
     /// and whether one is due.
     pub consolidation: Vec<crate::consolidation::ConsolidationScope>,
+    /// How far relations are computed (whole-workspace callers, with
+    /// relation detectors configured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relations: Option<crate::related::RelationsProgress>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -399,6 +403,11 @@ impl Service {
             index: if whole { self.index_stats()? } else { None },
             plugins,
             consolidation: self.consolidation(&sees)?,
+            relations: if whole {
+                self.relations_progress()?
+            } else {
+                None
+            },
         })
     }
 }

@@ -219,6 +219,12 @@ pub fn status(c: &Client, out: &Out) -> MemResult<()> {
         for c in &s.consolidation {
             lines.push(format!("consolidation {}", c.summary()));
         }
+        if let Some(r) = &s.relations {
+            lines.push(format!(
+                "relations: computed up to event {} of {} ({} behind)",
+                r.computed_to, r.log_head, r.events_behind
+            ));
+        }
         for p in &s.plugins {
             lines.push(format!(
                 "plugin {} ({}): {} failures",

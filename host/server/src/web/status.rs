@@ -167,6 +167,27 @@ fn consolidation(st: &Value) -> String {
     )
 }
 
+/// How far the worker has computed relations (a bulk import's backlog).
+fn relations(st: &Value) -> String {
+    let r = &st["relations"];
+    if r.is_null() {
+        return String::new();
+    }
+    let behind = r["events_behind"].as_u64().unwrap_or(0);
+    let state = if behind == 0 {
+        "Up to date.".to_string()
+    } else {
+        format!(
+            "{behind} events behind: the background worker computes them, a step at a time, yielding to requests."
+        )
+    };
+    format!(
+        r#"<section aria-labelledby="relations-h"><h2 id="relations-h">Relations</h2><dl id="relations"><dt>Computed up to event</dt><dd>{to}</dd><dt>Newest event</dt><dd>{head}</dd></dl><p>{state}</p></section>"#,
+        to = field(r, "computed_to"),
+        head = field(r, "log_head"),
+    )
+}
+
 async fn status(s: Session, State(st): State<AppState>) -> Response {
     let v = match s.run::<Status>(&st, json!({})).await {
         Ok(v) => v,
@@ -181,7 +202,7 @@ async fn status(s: Session, State(st): State<AppState>) -> Response {
         format!("{} queued", field(&v, "queued_proposals"))
     };
     let body = format!(
-        r#"<dl id="summary"><dt>Workspace</dt><dd>{ws}</dd><dt>Files</dt><dd>{files}</dd><dt>Memories</dt><dd>{mems}</dd><dt>Proposals</dt><dd>{review}</dd></dl>{queue}{index}{budgets}{plugins}{cons}"#,
+        r#"<dl id="summary"><dt>Workspace</dt><dd>{ws}</dd><dt>Files</dt><dd>{files}</dd><dt>Memories</dt><dd>{mems}</dd><dt>Proposals</dt><dd>{review}</dd></dl>{queue}{index}{budgets}{plugins}{cons}{rel}"#,
         ws = field(&v, "workspace"),
         files = field(&v, "files"),
         mems = field(&v, "memories"),
@@ -190,6 +211,7 @@ async fn status(s: Session, State(st): State<AppState>) -> Response {
         budgets = budgets(&v),
         plugins = plugins(&v),
         cons = consolidation(&v),
+        rel = relations(&v),
     );
     s.page("Status", &body)
 }

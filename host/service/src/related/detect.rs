@@ -58,12 +58,43 @@ pub struct RefreshReport {
     pub failures: Vec<String>,
 }
 
+/// Relations computed so far, against the event log they follow: a bulk
+/// import leaves a backlog the worker works through (see `worker`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RelationsProgress {
+    /// The event log position relations are computed up to.
+    pub computed_to: u64,
+    /// The newest event's position.
+    pub log_head: u64,
+    /// Events not yet read for relations (an item's several events are
+    /// computed once).
+    pub events_behind: u64,
+}
+
 impl Service {
     fn related_watermark(&self) -> MemResult<u64> {
         match self.store().get(Table::Relations, WATERMARK_KEY)? {
             Some(raw) => decode(Table::Relations, WATERMARK_KEY, &raw),
             None => Ok(0),
         }
+    }
+
+    /// How far relations are computed behind the event log (what
+    /// `status` shows); `None` without detectors.
+    pub(crate) fn relations_progress(&self) -> MemResult<Option<RelationsProgress>> {
+        if self.related_detectors().is_empty() {
+            return Ok(None);
+        }
+        let computed_to = self.related_watermark()?;
+        let log_head = self
+            .store()
+            .last_log_entry(Log::Events)?
+            .map_or(0, |(seq, _)| seq);
+        Ok(Some(RelationsProgress {
+            computed_to,
+            log_head,
+            events_behind: log_head.saturating_sub(computed_to),
+        }))
     }
 
     fn related_detectors(&self) -> Vec<String> {

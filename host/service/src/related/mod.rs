@@ -23,7 +23,7 @@ use mem_core::{MemError, MemResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use detect::{DEFAULT_REFRESH_ITEMS, RefreshReport};
+pub use detect::{DEFAULT_REFRESH_ITEMS, RefreshReport, RelationsProgress};
 
 /// Relations `related` returns unless asked for fewer or more.
 pub const DEFAULT_RELATED_LIMIT: usize = 10;

@@ -255,3 +255,30 @@ fn an_idle_worker_computes_a_backlog_without_waiting_between_steps() {
     }
     worker.stop().unwrap();
 }
+
+/// `status` shows how far relations are computed behind the event log, to
+/// whole-workspace callers, when detectors are configured.
+#[test]
+fn status_shows_the_relations_backlog_until_it_is_computed() {
+    let (_d, plain) = service_with(WorkspaceConfig::default());
+    remember(&plain, "sled note without detectors", "/n");
+    assert_eq!(plain.status(&[]).unwrap().relations, None);
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let svc = svc.with_plugins(Arc::new(words()));
+    for i in 0..3 {
+        remember(&svc, &format!("sled note {i}"), "/n");
+    }
+    let before = svc.status(&[]).unwrap().relations.unwrap();
+    assert!(before.events_behind >= 3, "{before:?}");
+    assert_eq!(before.log_head - before.computed_to, before.events_behind);
+    svc.refresh_related(false, 100).unwrap();
+    let after = svc.status(&[]).unwrap().relations.unwrap();
+    assert_eq!(
+        (after.events_behind, after.computed_to),
+        (0, after.log_head),
+        "{after:?}"
+    );
+    // A caller confined to a folder sees nothing workspace-wide.
+    let confined = svc.status(&[VPath::parse("/n").unwrap()]).unwrap();
+    assert_eq!(confined.relations, None);
+}
