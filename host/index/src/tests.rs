@@ -67,6 +67,19 @@ fn ids(r: &SearchResponse) -> Vec<&str> {
     r.hits.iter().map(|h| h.doc_id.as_str()).collect()
 }
 
+/// The ids `r` finds, sorted (for filters, where rank is not the point).
+fn sorted_ids(ix: &NativeIndex, r: &SearchRequest) -> Vec<String> {
+    let mut v: Vec<String> = ix
+        .search(r)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.doc_id)
+        .collect();
+    v.sort();
+    v
+}
+
 fn open_hashed(dir: &Path) -> NativeIndex {
     NativeIndex::open(dir, Some(Arc::new(WordHashEmbedder)), None).unwrap()
 }
@@ -203,17 +216,7 @@ fn filters_apply_in_both_lanes() {
     ])
     .unwrap();
     ix.commit(1).unwrap();
-    let q = |f: SearchFilters| {
-        let mut v: Vec<String> = ix
-            .search(&req("rollback plan", f))
-            .unwrap()
-            .hits
-            .into_iter()
-            .map(|h| h.doc_id)
-            .collect();
-        v.sort();
-        v
-    };
+    let q = |f: SearchFilters| sorted_ids(&ix, &req("rollback plan", f));
     assert_eq!(q(SearchFilters::default()), ["m1", "m2", "m4"]);
     assert_eq!(
         q(SearchFilters {
@@ -311,15 +314,7 @@ fn every_set_of_lifecycles_finds_exactly_its_documents() {
             path: path.map(str::to_string),
             ..Default::default()
         };
-        let mut v: Vec<String> = ix
-            .search(&req("rollback", f))
-            .unwrap()
-            .hits
-            .into_iter()
-            .map(|h| h.doc_id)
-            .collect();
-        v.sort();
-        v
+        sorted_ids(&ix, &req("rollback", f))
     };
     for mask in 0u32..(1 << Lifecycle::ALL.len()) {
         let wanted: Vec<String> = Lifecycle::ALL
@@ -381,15 +376,7 @@ fn kind_prefixes_select_a_family_of_mime_types_in_both_lanes() {
                 },
             );
             r.semantic = semantic;
-            let mut v: Vec<String> = ix
-                .search(&r)
-                .unwrap()
-                .hits
-                .into_iter()
-                .map(|h| h.doc_id)
-                .collect();
-            v.sort();
-            v
+            sorted_ids(&ix, &r)
         };
         assert_eq!(q(&["image/"]), ["jpg", "png"], "semantic {semantic}");
         assert_eq!(q(&["text/", "application/pdf"]), ["md", "pdf"]);

@@ -7,6 +7,7 @@
 use crate::Service;
 use mem_core::{MemError, MemResult};
 use parking_lot::Mutex;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,13 @@ pub(crate) const WORKER_IDLE: Duration = Duration::from_secs(5);
 /// call reached during the last step works through it step after step
 /// (back to back under one client, they tripled its p99).
 pub(crate) const RELATE_UNDER_LOAD_EVERY: Duration = Duration::from_secs(30);
+
+/// This machine's cores, read once (the standard library reads the
+/// cgroup's quota files each time it is asked).
+pub(crate) fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
 
 /// Counts a surface's call as running while it lives.
 pub(crate) struct Foreground<'a>(&'a AtomicUsize);
@@ -126,8 +134,7 @@ impl Service {
     /// Whether a step of relations runs now: unless calls occupy every
     /// core, and then once every [`RELATE_UNDER_LOAD_EVERY`].
     fn relations_may_run(&self) -> bool {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        self.worker.foreground.load(Ordering::Relaxed) < cores
+        self.worker.foreground.load(Ordering::Relaxed) < cores()
             || self
                 .worker
                 .related_at
@@ -187,6 +194,7 @@ impl Service {
         })
     }
 }
+
 /// A running worker thread ([`Service::spawn_worker`]).
 pub struct Worker {
     svc: std::sync::Arc<Service>,

@@ -221,8 +221,10 @@ pub fn status(c: &Client, out: &Out) -> MemResult<()> {
         }
         if let Some(r) = &s.relations {
             lines.push(format!(
-                "relations: computed up to event {} of {} ({} behind)",
-                r.computed_to, r.log_head, r.events_behind
+                "relations: computed up to event {} of {}{}",
+                r.computed_to,
+                r.log_head,
+                if r.pending { " (pending)" } else { "" }
             ));
         }
         for p in &s.plugins {

@@ -173,13 +173,10 @@ fn relations(st: &Value) -> String {
     if r.is_null() {
         return String::new();
     }
-    let behind = r["events_behind"].as_u64().unwrap_or(0);
-    let state = if behind == 0 {
-        "Up to date.".to_string()
+    let state = if r["pending"] == true {
+        "Pending: the background worker computes them a step at a time, yielding to requests."
     } else {
-        format!(
-            "{behind} events behind: the background worker computes them, a step at a time, yielding to requests."
-        )
+        "Up to date."
     };
     format!(
         r#"<section aria-labelledby="relations-h"><h2 id="relations-h">Relations</h2><dl id="relations"><dt>Computed up to event</dt><dd>{to}</dd><dt>Newest event</dt><dd>{head}</dd></dl><p>{state}</p></section>"#,

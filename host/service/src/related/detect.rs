@@ -66,9 +66,8 @@ pub struct RelationsProgress {
     pub computed_to: u64,
     /// The newest event's position.
     pub log_head: u64,
-    /// Events not yet read for relations (an item's several events are
-    /// computed once).
-    pub events_behind: u64,
+    /// Events wait for relations (what `related` answers as `pending`).
+    pub pending: bool,
 }
 
 impl Service {
@@ -93,7 +92,7 @@ impl Service {
         Ok(Some(RelationsProgress {
             computed_to,
             log_head,
-            events_behind: log_head.saturating_sub(computed_to),
+            pending: log_head > computed_to,
         }))
     }
 
@@ -106,14 +105,7 @@ impl Service {
 
     /// Whether the log holds writes whose relations are not computed yet.
     pub(crate) fn related_pending(&self) -> MemResult<bool> {
-        if self.related_detectors().is_empty() {
-            return Ok(false);
-        }
-        let last = self
-            .store()
-            .last_log_entry(Log::Events)?
-            .map_or(0, |(s, _)| s);
-        Ok(last > self.related_watermark()?)
+        Ok(self.relations_progress()?.is_some_and(|p| p.pending))
     }
 
     /// One bounded step, never failing the caller (a write is durable
