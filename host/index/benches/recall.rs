@@ -117,7 +117,7 @@ fn main() {
         .unwrap_or(10_000);
     let dir = tempfile::tempdir().expect("temp dir");
     let embedder: Option<Arc<dyn Embedder>> = match models::active_files() {
-        Ok(files) => Some(Arc::new(LazyEmbedder::new(files))),
+        Ok(files) => Some(Arc::new(LazyEmbedder::new(files, Default::default()))),
         Err(why) => {
             println!("note: {why}");
             None

@@ -3,12 +3,14 @@
 //! query, before ranking. The watermark rides in tantivy's commit payload,
 //! so documents and watermark are durable together.
 
-use crate::catalog::{DocMeta, lifecycles_of};
+use crate::catalog::{DocMeta, Stamp, lifecycles_of};
 use mem_core::index::{IndexDoc, IndexError, SearchFilters, SourceKind};
 use mem_core::model::Lifecycle;
 use parking_lot::Mutex;
+use sha2::{Digest, Sha256};
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::Arc;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
@@ -300,6 +302,31 @@ impl Lexical {
         self.with_writer(|w| w.delete_all_documents().map(|_| ()).map_err(io))
     }
 
+    /// What identifies the last commit: its opstamp, payload and segments
+    /// (ids, sizes, deletes). A catalog snapshot is valid for this commit
+    /// only.
+    pub fn commit_stamp(&self) -> Result<Stamp, IndexError> {
+        let metas = self
+            .index
+            .load_metas()
+            .map_err(|e| IndexError::Corrupt(e.to_string()))?;
+        let mut segments: Vec<(String, u32, u32)> = metas
+            .segments
+            .iter()
+            .map(|s| (s.id().uuid_string(), s.max_doc(), s.num_deleted_docs()))
+            .collect();
+        segments.sort();
+        let mut h = Sha256::new();
+        h.update(metas.opstamp.to_le_bytes());
+        h.update(metas.payload.as_deref().unwrap_or_default().as_bytes());
+        for (id, max_doc, deleted) in segments {
+            h.update(id.as_bytes());
+            h.update(max_doc.to_le_bytes());
+            h.update(deleted.to_le_bytes());
+        }
+        Ok(h.finalize().into())
+    }
+
     /// Commits with `watermark` as payload and makes the changes searchable.
     pub fn commit(&self, watermark: u64) -> Result<(), IndexError> {
         self.with_writer(|w| {
@@ -331,12 +358,12 @@ impl Lexical {
 
     fn meta_of(&self, doc: &TantivyDocument) -> Result<DocMeta, IndexError> {
         let f = self.f;
-        let text = |field: Field| {
-            doc.get_first(field)
-                .and_then(|v| v.as_str().map(str::to_string))
+        let text = |field: Field| -> Option<Arc<str>> {
+            doc.get_first(field).and_then(|v| v.as_str().map(Arc::from))
         };
+        let empty = || Arc::<str>::from("");
         let int = |field: Field| doc.get_first(field).and_then(|v| v.as_i64());
-        let source = match text(f.source).as_deref() {
+        let source = match doc.get_first(f.source).and_then(|v| v.as_str()) {
             Some("file") => SourceKind::File,
             Some("memory") => SourceKind::Memory,
             other => {
@@ -345,18 +372,23 @@ impl Lexical {
                 )));
             }
         };
+        let doc_id = text(f.doc_id).unwrap_or_else(empty);
+        let record_id = match doc.get_first(f.record_id).and_then(|v| v.as_str()) {
+            Some(id) if id == &*doc_id => doc_id.clone(),
+            other => other.map_or_else(empty, Arc::from),
+        };
         Ok(DocMeta {
-            doc_id: text(f.doc_id).unwrap_or_default(),
-            record_id: text(f.record_id).unwrap_or_default(),
+            doc_id,
+            record_id,
             source,
-            path: text(f.path).unwrap_or_default(),
-            kind: text(f.kind).unwrap_or_default(),
+            path: text(f.path).unwrap_or_else(empty),
+            kind: text(f.kind).unwrap_or_else(empty),
             tags: doc
                 .get_all(f.tags)
-                .filter_map(|v| v.as_str().map(str::to_string))
+                .filter_map(|v| v.as_str().map(Arc::from))
                 .collect(),
             agent_id: text(f.agent),
-            lifecycle: text(f.lifecycle).unwrap_or_default(),
+            lifecycle: text(f.lifecycle).unwrap_or_else(empty),
             time_ms: int(f.time).unwrap_or(0),
             locator: text(f.locator),
             embed_sig: doc

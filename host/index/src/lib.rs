@@ -17,7 +17,10 @@ mod lexical;
 mod query_cache;
 mod vectors;
 
-use catalog::{Catalog, DocMeta, embedding_text, key_of, lifecycle_only, overfetch};
+use catalog::{
+    Catalog, DocMeta, Stamp, embedding_text, key_of, lifecycle_only, load_snapshot, overfetch,
+    save_snapshot,
+};
 use fusion::{Fusion, fuse, prefer_period};
 use mem_core::index::{
     Embedder, IndexDoc, IndexError, IndexHit, IndexStats, Lane, LaneReport, LaneStatus,
@@ -30,7 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use vectors::Vectors;
 
-pub use embed::{EmbedderFiles, LazyEmbedder, OrtEmbedder};
+pub use embed::{EmbedderFiles, LazyEmbedder, OrtEmbedder, SessionStart};
 
 /// Candidates each lane contributes to fusion, at least.
 const MIN_LANE_DEPTH: usize = 60;
@@ -92,6 +95,8 @@ pub struct NativeIndex {
     /// Why there is no semantic lane (shown in every response).
     semantic_off: Option<String>,
     catalog: RwLock<Catalog>,
+    /// The catalog's snapshot on disk and when it was last written.
+    snapshot: Mutex<SnapshotState>,
     watermark: AtomicU64,
     rebuild: AtomicBool,
     /// Searches running now, and how many may run their two lanes on two
@@ -112,20 +117,29 @@ impl std::fmt::Debug for NativeIndex {
     }
 }
 
-fn open_lexical(dir: &Path) -> Result<(lexical::Lexical, Catalog, u64, bool), IndexError> {
-    let attempt = || -> Result<(lexical::Lexical, Catalog, u64), IndexError> {
+/// The lexical index, its catalog (from the snapshot when it describes
+/// the index's last commit), the watermark, whether it must be rebuilt,
+/// and the commit the snapshot on disk describes.
+type OpenedLexical = (lexical::Lexical, Catalog, u64, bool, Option<Stamp>);
+
+fn open_lexical(dir: &Path, snapshot: &Path) -> Result<OpenedLexical, IndexError> {
+    let attempt = || -> Result<(lexical::Lexical, Catalog, u64, Option<Stamp>), IndexError> {
         let lex = lexical::Lexical::open(dir)?;
         let wm = lex.watermark()?;
-        let catalog = Catalog::from_metas(lex.all_metas()?);
-        Ok((lex, catalog, wm))
+        let stamp = lex.commit_stamp()?;
+        let (catalog, saved) = match load_snapshot(snapshot, &stamp) {
+            Some(c) => (c, Some(stamp)),
+            None => (Catalog::from_metas(lex.all_metas()?), None),
+        };
+        Ok((lex, catalog, wm, saved))
     };
     match attempt() {
-        Ok((l, c, wm)) => Ok((l, c, wm, false)),
+        Ok((l, c, wm, saved)) => Ok((l, c, wm, false, saved)),
         Err(IndexError::Corrupt(_)) => {
             // Derived state: recreate it and let the owner re-index.
             std::fs::remove_dir_all(dir).map_err(|e| IndexError::Io(e.to_string()))?;
-            let (l, c, _) = attempt()?;
-            Ok((l, c, 0, true))
+            let (l, c, _, _) = attempt()?;
+            Ok((l, c, 0, true, None))
         }
         Err(e) => Err(e),
     }
@@ -140,7 +154,8 @@ impl NativeIndex {
         semantic_off: Option<String>,
     ) -> Result<Self, IndexError> {
         std::fs::create_dir_all(dir).map_err(|e| IndexError::Io(e.to_string()))?;
-        let (lexical, catalog, lex_wm, mut rebuild) = open_lexical(&dir.join("lexical"))?;
+        let (lexical, catalog, lex_wm, mut rebuild, saved) =
+            open_lexical(&dir.join("lexical"), &dir.join(CATALOG_FILE))?;
         let mut watermark = lex_wm;
         let semantic = match embedder {
             Some(embedder) => {
@@ -184,6 +199,10 @@ impl NativeIndex {
             },
             semantic,
             catalog: RwLock::new(catalog),
+            snapshot: Mutex::new(SnapshotState {
+                saved,
+                ..Default::default()
+            }),
             watermark: AtomicU64::new(watermark),
             rebuild: AtomicBool::new(rebuild),
             searching: AtomicUsize::new(0),
@@ -191,6 +210,31 @@ impl NativeIndex {
             #[cfg(test)]
             killed: AtomicBool::new(false),
         })
+    }
+
+    /// Writes the catalog's snapshot if it is stale and the catalog equals
+    /// the committed index; `due_only`: not again within
+    /// [`CATALOG_SAVE_EVERY`] of the last write.
+    fn save_catalog(&self, due_only: bool) -> Result<(), IndexError> {
+        let catalog = self.catalog.read();
+        let mut state = self.snapshot.lock();
+        if state.uncommitted
+            || (due_only
+                && state
+                    .saved_at
+                    .is_some_and(|t| t.elapsed() < CATALOG_SAVE_EVERY))
+        {
+            return Ok(());
+        }
+        let stamp = self.lexical.commit_stamp()?;
+        if state.saved == Some(stamp) {
+            return Ok(());
+        }
+        save_snapshot(&self.dir.join(CATALOG_FILE), &stamp, &catalog)
+            .map_err(|e| IndexError::Io(format!("cannot save the catalog: {e}")))?;
+        state.saved = Some(stamp);
+        state.saved_at = Some(std::time::Instant::now());
+        Ok(())
     }
 
     /// Embeds the documents whose vector is missing or stale. `prior` is
@@ -278,10 +322,27 @@ impl NativeIndex {
         let hits = found
             .into_iter()
             .filter(|(_, s)| *s >= floor)
-            .filter_map(|(k, s)| catalog.get(k).map(|m| (m.doc_id.clone(), s)))
+            .filter_map(|(k, s)| catalog.get(k).map(|m| (m.doc_id.to_string(), s)))
             .collect();
         Ok(SemanticHits { hits, below_floor })
     }
+}
+
+/// File of the catalog's snapshot, beside the lexical index.
+const CATALOG_FILE: &str = "catalog.bin";
+/// A busy process rewrites the catalog's snapshot at most this often (at
+/// a million documents it is over a hundred megabytes); a process always
+/// writes it once, at its first flush, if it is stale.
+const CATALOG_SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[derive(Debug, Default)]
+struct SnapshotState {
+    /// The commit the file on disk describes (`None`: no valid file).
+    saved: Option<Stamp>,
+    saved_at: Option<std::time::Instant>,
+    /// Upserts or removals since the last commit: the catalog is ahead of
+    /// the committed index and must not be saved as its snapshot.
+    uncommitted: bool,
 }
 
 /// Counts a running search for as long as it lives.
@@ -326,6 +387,7 @@ impl SearchIndex for NativeIndex {
         self.lexical.upsert(&docs, &metas)?;
         let prior: Vec<Option<u64>> = {
             let mut c = self.catalog.write();
+            self.snapshot.lock().uncommitted = true;
             let mut retired = self.semantic.as_ref().map(|sem| sem.retired.lock());
             metas
                 .iter()
@@ -351,7 +413,11 @@ impl SearchIndex for NativeIndex {
 
     fn remove_record(&self, record_id: &str) -> Result<(), IndexError> {
         self.lexical.remove_record(record_id)?;
-        let removed = self.catalog.write().remove_record(record_id);
+        let removed = {
+            let mut c = self.catalog.write();
+            self.snapshot.lock().uncommitted = true;
+            c.remove_record(record_id)
+        };
         if let Some(sem) = &self.semantic {
             // Out of the catalog, so no search can return them; their vectors
             // wait for the commit in case the record comes back unchanged.
@@ -361,7 +427,13 @@ impl SearchIndex for NativeIndex {
     }
 
     fn commit(&self, watermark: u64) -> Result<(), IndexError> {
-        self.lexical.commit(watermark)?;
+        {
+            // Under the catalog's lock: a save sees the commit and the
+            // cleared flag together.
+            let _catalog = self.catalog.write();
+            self.lexical.commit(watermark)?;
+            self.snapshot.lock().uncommitted = false;
+        }
         self.watermark.store(watermark, Ordering::SeqCst);
         self.rebuild.store(false, Ordering::SeqCst);
         if let Some(sem) = &self.semantic {
@@ -378,6 +450,7 @@ impl SearchIndex for NativeIndex {
     }
 
     fn flush(&self) -> Result<(), IndexError> {
+        self.save_catalog(true)?;
         if let Some(sem) = &self.semantic
             && sem.failed.lock().is_none()
         {
@@ -396,7 +469,11 @@ impl SearchIndex for NativeIndex {
 
     fn clear(&self) -> Result<(), IndexError> {
         self.lexical.clear()?;
-        self.catalog.write().clear();
+        {
+            let mut c = self.catalog.write();
+            c.clear();
+            self.snapshot.lock().uncommitted = true;
+        }
         if let Some(sem) = &self.semantic {
             sem.vectors.write().clear()?;
             sem.retired.lock().clear();
@@ -501,12 +578,12 @@ impl SearchIndex for NativeIndex {
                     .map(|r| lex.hits[r as usize - 1].matched.clone())
                     .unwrap_or_default(),
                 doc_id: f.doc_id,
-                record_id: m.record_id.clone(),
+                record_id: m.record_id.to_string(),
                 source: m.source,
                 score: f.score,
                 lexical_rank: f.lexical_rank,
                 semantic_rank: f.semantic_rank,
-                locator: m.locator.clone(),
+                locator: m.locator.as_deref().map(str::to_string),
                 in_period: f.in_period,
             })
             .collect();
@@ -560,8 +637,13 @@ impl Drop for NativeIndex {
         if let Err(e) = self.flush() {
             tracing::warn!(error = %e, "cannot save the vectors on close");
         }
+        if let Err(e) = self.save_catalog(false) {
+            tracing::warn!(error = %e, "cannot save the catalog on close");
+        }
     }
 }
 
+#[cfg(test)]
+mod snapshot_tests;
 #[cfg(test)]
 mod tests;

@@ -35,7 +35,7 @@ impl Embedder for WordHashEmbedder {
     }
 }
 
-fn doc(id: &str, text: &str, path: &str) -> IndexDoc {
+pub(crate) fn doc(id: &str, text: &str, path: &str) -> IndexDoc {
     IndexDoc {
         doc_id: id.into(),
         record_id: id.into(),
@@ -53,7 +53,7 @@ fn doc(id: &str, text: &str, path: &str) -> IndexDoc {
     }
 }
 
-fn req(q: &str, filters: SearchFilters) -> SearchRequest {
+pub(crate) fn req(q: &str, filters: SearchFilters) -> SearchRequest {
     SearchRequest {
         query: q.into(),
         filters,
@@ -68,7 +68,7 @@ fn ids(r: &SearchResponse) -> Vec<&str> {
 }
 
 /// The ids `r` finds, sorted (for filters, where rank is not the point).
-fn sorted_ids(ix: &NativeIndex, r: &SearchRequest) -> Vec<String> {
+pub(crate) fn sorted_ids(ix: &NativeIndex, r: &SearchRequest) -> Vec<String> {
     let mut v: Vec<String> = ix
         .search(r)
         .unwrap()
@@ -80,7 +80,7 @@ fn sorted_ids(ix: &NativeIndex, r: &SearchRequest) -> Vec<String> {
     v
 }
 
-fn open_hashed(dir: &Path) -> NativeIndex {
+pub(crate) fn open_hashed(dir: &Path) -> NativeIndex {
     NativeIndex::open(dir, Some(Arc::new(WordHashEmbedder)), None).unwrap()
 }
 
@@ -695,7 +695,7 @@ fn reindexing_unchanged_text_keeps_its_vector_and_a_change_reembeds() {
 }
 
 /// Drops `ix` the way a killed process leaves it: no deferred save.
-fn kill(ix: NativeIndex) {
+pub(crate) fn kill(ix: NativeIndex) {
     ix.killed.store(true, Ordering::SeqCst);
     drop(ix);
 }

@@ -14,10 +14,10 @@
 //! searches reads the pages its search visits, not the whole file (a
 //! quarter of a second at 100k memories). The first change reads it in.
 
+use crate::catalog::KeySet;
 use mem_core::index::IndexError;
 use parking_lot::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
@@ -55,7 +55,7 @@ pub(crate) struct Vectors {
     /// Free usearch search slots (see [`SEARCH_SLOTS`]).
     slots: Slots,
     /// Every key in `index`.
-    keys: HashSet<u64>,
+    keys: KeySet,
     dir: PathBuf,
     state: State,
     dirty: bool,
@@ -167,10 +167,10 @@ impl Vectors {
             }
         }
         let index = new_index(dimensions)?;
-        Ok((Self::with(index, HashSet::new(), dir, fresh, true), true))
+        Ok((Self::with(index, KeySet::default(), dir, fresh, true), true))
     }
 
-    fn with(index: Index, keys: HashSet<u64>, dir: &Path, state: State, dirty: bool) -> Self {
+    fn with(index: Index, keys: KeySet, dir: &Path, state: State, dirty: bool) -> Self {
         Self {
             index,
             viewed: false,
@@ -358,7 +358,7 @@ impl Vectors {
 }
 
 /// The saved key list (little-endian u64s), if present and well formed.
-fn read_keys(path: &Path) -> Option<HashSet<u64>> {
+fn read_keys(path: &Path) -> Option<KeySet> {
     let bytes = std::fs::read(path).ok()?;
     if bytes.len() % 8 != 0 {
         return None;

@@ -4,6 +4,7 @@
 //! server over the owner's socket (`serve.sock` in the workspace, `0600`)
 //! and gets the same answer. Either way the command is the same code.
 
+use crate::workspace::SessionStart;
 use crate::workspace::{self, Workspace};
 use base64::Engine;
 use bytes::Bytes;
@@ -31,8 +32,9 @@ pub enum Client {
 
 impl Client {
     /// Opens the workspace at `dir`, or connects to the `serve` holding it.
-    pub fn open(dir: &Path) -> MemResult<Self> {
-        match workspace::open(dir) {
+    /// `start`: see [`workspace::open`].
+    pub fn open(dir: &Path, start: SessionStart) -> MemResult<Self> {
+        match workspace::open(dir, start) {
             Ok(ws) => Ok(Client::Local(Box::new(ws))),
             Err(e) if e.code == ErrorCode::StoreLocked => match Remote::connect(dir)? {
                 Some(remote) => Ok(Client::Remote(remote)),

@@ -6,6 +6,7 @@
 use mem_core::index::Embedder;
 use mem_core::store::Store;
 use mem_core::{ErrorCode, MemError, MemResult};
+pub use mem_index::SessionStart;
 use mem_runtime::WasmPluginHost;
 use mem_service::config::CONFIG_FILE;
 use mem_service::deployment::StoreBackend;
@@ -61,7 +62,7 @@ pub fn init(dir: &Path, name: Option<&str>) -> MemResult<InitOutcome> {
         // joining a shared workspace brings its own mem.toml: its folder
         // still needs the first-party plugins.
         let joining = !dir.join(PLUGINS_DIR).exists();
-        let ws = open(dir)?;
+        let ws = open(dir, SessionStart::Quick)?;
         if joining && let Some(plugins) = ws.service.plugins() {
             mem_bundled::install_first_party(plugins.as_ref(), false)?;
         }
@@ -93,7 +94,7 @@ pub fn init(dir: &Path, name: Option<&str>) -> MemResult<InitOutcome> {
     std::io::Write::write_all(&mut file, text.as_bytes())
         .and_then(|_| file.sync_all())
         .map_err(|e| MemError::io(&format!("cannot write {}", config_path.display()), &e))?;
-    let ws = open(dir)?;
+    let ws = open(dir, SessionStart::Quick)?;
     // A new workspace starts with the first-party plugins its mem.toml names.
     if let Some(plugins) = ws.service.plugins() {
         mem_bundled::install_first_party(plugins.as_ref(), false)?;
@@ -190,8 +191,9 @@ fn current_holder(dir: &Path) -> Option<String> {
     None
 }
 
-/// Opens an initialised workspace.
-pub fn open(dir: &Path) -> MemResult<Workspace> {
+/// Opens an initialised workspace. `start`: how the embedding model's
+/// sessions are made, for the queries this process will embed.
+pub fn open(dir: &Path, start: SessionStart) -> MemResult<Workspace> {
     if !dir.join(CONFIG_FILE).exists() {
         return Err(MemError::new(
             ErrorCode::WorkspaceNotFound,
@@ -222,7 +224,7 @@ pub fn open(dir: &Path) -> MemResult<Workspace> {
     // `embed` capability.
     let (embedder, semantic_off) = match mem_models::active_files() {
         Ok(files) => (
-            Some(Arc::new(mem_index::LazyEmbedder::new(files)) as Arc<dyn Embedder>),
+            Some(Arc::new(mem_index::LazyEmbedder::new(files, start)) as Arc<dyn Embedder>),
             None,
         ),
         Err(reason) => (None, Some(reason)),

@@ -4,7 +4,7 @@
 use super::documents::ImportArgs;
 use super::output::{Out, human_size};
 use crate::client::Client;
-use crate::workspace;
+use crate::workspace::{self, SessionStart};
 use mem_core::{ErrorCode, MemError, MemResult};
 use mem_service::bundle::{ImportReport, Limits};
 use mem_service::config::CONFIG_FILE;
@@ -120,7 +120,7 @@ pub fn import_into(out: &Out, a: ImportArgs) -> MemResult<()> {
     if fresh {
         workspace::init(&dir, None)?;
     }
-    let result = Client::open(&dir).and_then(|client| {
+    let result = Client::open(&dir, SessionStart::Optimized).and_then(|client| {
         let r = client.import_bundle(&mut input);
         client.finish();
         r

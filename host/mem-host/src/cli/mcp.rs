@@ -14,7 +14,7 @@ pub fn mcp(dir: &Path) -> MemResult<()> {
     let token = std::env::var("MEM_TOKEN")
         .ok()
         .filter(|s| !s.trim().is_empty());
-    let ws = match workspace::open(dir) {
+    let ws = match workspace::open(dir, workspace::SessionStart::Optimized) {
         Ok(ws) => ws,
         // A running `serve` holds the workspace: the session's operations
         // run there, as the owner or as the token.

@@ -9,7 +9,7 @@
 
 use super::output::Out;
 use crate::client::Client;
-use crate::workspace;
+use crate::workspace::{self, SessionStart};
 use mem_core::{ErrorCode, MemError, MemResult};
 use mem_service::config::{CONFIG_FILE, WorkspaceConfig};
 use mem_service::ops::bundles::ExportBundle;
@@ -217,7 +217,7 @@ fn refuse_existing(dir: &Path) -> MemResult<()> {
 pub fn migrate(ws_dir: &Path, out: &Out, a: MigrateArgs) -> MemResult<()> {
     let Target::Postgres = a.to;
     refuse_existing(&a.into)?;
-    let source = Client::open(ws_dir)?;
+    let source = Client::open(ws_dir, SessionStart::Optimized)?;
     let mut first = temp_bundle()?;
     let bundle = export_to(&source, &mut first)?;
     source.finish();
@@ -242,7 +242,7 @@ pub fn migrate(ws_dir: &Path, out: &Out, a: MigrateArgs) -> MemResult<()> {
             .map_err(|e| MemError::io(&format!("cannot create {}", a.into.display()), &e))?;
         write_private(&a.into.join(CONFIG_FILE), text.as_bytes())?;
         workspace::init(&a.into, None)?;
-        let target = Client::open(&a.into)?;
+        let target = Client::open(&a.into, SessionStart::Optimized)?;
         target.import_bundle(&mut first)?;
         let mut second = temp_bundle()?;
         export_to(&target, &mut second)?;

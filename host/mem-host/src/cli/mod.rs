@@ -22,7 +22,7 @@ mod tasks;
 mod timeline;
 
 use crate::client::Client;
-use crate::workspace;
+use crate::workspace::{self, SessionStart};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mem_core::MemResult;
 use output::Out;
@@ -163,6 +163,25 @@ pub struct InitArgs {
     pub name: Option<String>,
 }
 
+/// How the command's embedding sessions start: quick for a command that
+/// embeds a query or a few writes and exits (at 100k memories an optimized
+/// session was a third of a cold `search`), optimized for one that embeds
+/// many queries or texts.
+fn session_start(command: &Command) -> SessionStart {
+    let many = match command {
+        Command::Search(a) => a.batch.is_some(),
+        Command::Remember(a) => a.jsonl.is_some(),
+        Command::Put(a) => a.recursive,
+        Command::Import(_) | Command::Reindex(_) | Command::Rebuild(_) => true,
+        _ => false,
+    };
+    if many {
+        SessionStart::Optimized
+    } else {
+        SessionStart::Quick
+    }
+}
+
 /// Runs one parsed command; the error carries the exit code.
 pub fn run(cli: Cli) -> MemResult<()> {
     let out = Out::new(cli.format);
@@ -189,7 +208,7 @@ pub fn run(cli: Cli) -> MemResult<()> {
         Command::Migrate(a) => migrate::migrate(&ws_dir, &out, a),
         Command::Import(a) if a.path.is_none() && a.into.is_some() => bundle::import_into(&out, a),
         command => {
-            let client = Client::open(&ws_dir)?;
+            let client = Client::open(&ws_dir, session_start(&command))?;
             let c = &client;
             let result = match command {
                 Command::Put(a) => files::put(c, &out, a),

@@ -74,10 +74,11 @@ async fn shutdown_signal() {
 
 pub fn serve(dir: &Path, a: ServeArgs) -> MemResult<()> {
     init_logs(&a.log_format);
-    let ws = workspace::open(dir).map_err(|e| match e.code {
-        mem_core::ErrorCode::StoreLocked => workspace::explain_lock(dir, e),
-        _ => e,
-    })?;
+    let ws =
+        workspace::open(dir, workspace::SessionStart::Optimized).map_err(|e| match e.code {
+            mem_core::ErrorCode::StoreLocked => workspace::explain_lock(dir, e),
+            _ => e,
+        })?;
     // Open and catch up the index before listening, not on the first request.
     ws.service.open_index()?;
     let svc = Arc::clone(&ws.service);

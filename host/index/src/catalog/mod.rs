@@ -1,26 +1,37 @@
 //! The in-memory catalog of indexed documents: what the semantic lane needs
 //! to apply the same filters as the lexical lane (usearch only knows keys),
-//! and which vector keys belong to a record. Built from the lexical index's
-//! stored fields at open, kept in step by upserts and removals.
+//! and which vector keys belong to a record. Loaded at open from its
+//! snapshot when that matches the lexical index's last commit, else built
+//! from the index's stored fields; kept in step by upserts and removals.
+
+mod snapshot;
+
+pub(crate) use snapshot::{Stamp, load as load_snapshot, save as save_snapshot};
 
 use mem_core::index::{IndexDoc, SearchFilters, SourceKind};
+use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
-/// A document's filterable fields.
+/// A document's filterable fields. The strings many documents share (a
+/// folder, a kind, a lifecycle, an agent, a tag) are one allocation each
+/// in the catalog: at 100k documents building the catalog was mostly
+/// allocating them.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct DocMeta {
-    pub doc_id: String,
-    pub record_id: String,
+    pub doc_id: Arc<str>,
+    pub record_id: Arc<str>,
     pub source: SourceKind,
-    pub path: String,
-    pub kind: String,
-    pub tags: Vec<String>,
-    pub agent_id: Option<String>,
-    pub lifecycle: String,
+    pub path: Arc<str>,
+    pub kind: Arc<str>,
+    pub tags: Vec<Arc<str>>,
+    pub agent_id: Option<Arc<str>>,
+    pub lifecycle: Arc<str>,
     /// `event_at`, else creation time, unix ms.
     pub time_ms: i64,
-    pub locator: Option<String>,
+    pub locator: Option<Arc<str>>,
     /// Digest of the text the embedder saw ([`embed_sig`]): a re-indexed
     /// document whose text did not change keeps its vector.
     pub embed_sig: u64,
@@ -40,17 +51,22 @@ pub(crate) fn embed_sig(d: &IndexDoc) -> u64 {
 
 impl DocMeta {
     pub fn of(d: &IndexDoc) -> Self {
+        let doc_id: Arc<str> = d.doc_id.as_str().into();
         Self {
-            doc_id: d.doc_id.clone(),
-            record_id: d.record_id.clone(),
+            record_id: if d.record_id == d.doc_id {
+                doc_id.clone()
+            } else {
+                d.record_id.as_str().into()
+            },
+            doc_id,
             source: d.source,
-            path: d.path.clone(),
-            kind: d.kind.clone(),
-            tags: d.tags.clone(),
-            agent_id: d.agent_id.clone(),
-            lifecycle: d.lifecycle.clone(),
+            path: d.path.as_str().into(),
+            kind: d.kind.as_str().into(),
+            tags: d.tags.iter().map(|t| t.as_str().into()).collect(),
+            agent_id: d.agent_id.as_deref().map(Arc::from),
+            lifecycle: d.lifecycle.as_str().into(),
             time_ms: d.event_at_ms.unwrap_or(d.created_at_ms),
-            locator: d.locator.clone(),
+            locator: d.locator.as_deref().map(Arc::from),
             embed_sig: embed_sig(d),
         }
     }
@@ -58,20 +74,20 @@ impl DocMeta {
     /// The same predicate the lexical lane's filter query expresses.
     pub fn passes(&self, f: &SearchFilters) -> bool {
         let lifecycle_ok = if f.lifecycles.is_empty() {
-            self.lifecycle == "active"
+            &*self.lifecycle == "active"
         } else {
-            f.lifecycles.iter().any(|l| l == &self.lifecycle)
+            f.lifecycles.iter().any(|l| **l == *self.lifecycle)
         };
         lifecycle_ok
             && f.source.is_none_or(|s| s == self.source)
-            && (f.kinds.is_empty() || f.kinds.iter().any(|k| k == &self.kind))
+            && (f.kinds.is_empty() || f.kinds.iter().any(|k| **k == *self.kind))
             && (f.kind_prefixes.is_empty()
                 || f.kind_prefixes
                     .iter()
                     .any(|p| self.kind.starts_with(p.as_str())))
             && f.path.as_deref().is_none_or(|p| within(&self.path, p))
             && (f.within.is_empty() || f.within.iter().any(|p| within(&self.path, p)))
-            && f.tags.iter().all(|t| self.tags.contains(t))
+            && f.tags.iter().all(|t| self.tags.iter().any(|m| **m == **t))
             && f.agent_id
                 .as_deref()
                 .is_none_or(|a| self.agent_id.as_deref() == Some(a))
@@ -138,32 +154,96 @@ pub(crate) fn key_of(doc_id: &str) -> u64 {
 
 /// The first 8 bytes of SHA-256(`text`), little-endian: stable across
 /// builds and platforms, unlike `std`'s hasher.
-fn digest64(text: &str) -> u64 {
+pub(crate) fn digest64(text: &str) -> u64 {
     let d = Sha256::digest(text.as_bytes());
     let mut b = [0u8; 8];
     b.copy_from_slice(&d[..8]);
     u64::from_le_bytes(b)
 }
 
+/// Hashes a key that is already a digest ([`key_of`]) by passing it on.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type ByKey<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+/// A set of document keys.
+pub(crate) type KeySet = std::collections::HashSet<u64, BuildHasherDefault<KeyHasher>>;
+
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
-    by_key: HashMap<u64, DocMeta>,
-    by_record: HashMap<String, Vec<u64>>,
+    by_key: ByKey<DocMeta>,
+    by_record: FxHashMap<Arc<str>, Vec<u64>>,
+    /// One allocation per distinct shared string (see [`DocMeta`]).
+    strings: FxHashMap<Arc<str>, ()>,
 }
 
 impl Catalog {
+    pub fn with_capacity(docs: usize) -> Self {
+        Self {
+            by_key: ByKey::with_capacity_and_hasher(docs, Default::default()),
+            by_record: FxHashMap::with_capacity_and_hasher(docs, Default::default()),
+            strings: FxHashMap::default(),
+        }
+    }
+
     pub fn from_metas(metas: Vec<DocMeta>) -> Self {
-        let mut c = Self::default();
+        let mut c = Self::with_capacity(metas.len());
         for m in metas {
             c.insert(m);
         }
         c
     }
 
+    /// The catalog's one copy of `s`.
+    pub fn intern(&mut self, s: &Arc<str>) -> Arc<str> {
+        match self.strings.get_key_value(s) {
+            Some((k, ())) => k.clone(),
+            None => {
+                self.strings.insert(s.clone(), ());
+                s.clone()
+            }
+        }
+    }
+
     pub fn insert(&mut self, m: DocMeta) {
         let key = key_of(&m.doc_id);
-        let keys = self.by_record.entry(m.record_id.clone()).or_default();
-        if !keys.contains(&key) {
+        self.insert_keyed(key, m);
+    }
+
+    /// [`Self::insert`] with the key already known (a snapshot stores it).
+    pub fn insert_keyed(&mut self, key: u64, mut m: DocMeta) {
+        m.path = self.intern(&m.path);
+        m.kind = self.intern(&m.kind);
+        m.lifecycle = self.intern(&m.lifecycle);
+        m.agent_id = m.agent_id.as_ref().map(|a| self.intern(a));
+        for t in &mut m.tags {
+            *t = self.intern(t);
+        }
+        match self.by_record.get_key_value(&m.record_id) {
+            Some((rid, _)) => m.record_id = rid.clone(),
+            None => {
+                self.by_record.insert(m.record_id.clone(), Vec::new());
+            }
+        }
+        if let Some(keys) = self.by_record.get_mut(&m.record_id)
+            && !keys.contains(&key)
+        {
             keys.push(key);
         }
         self.by_key.insert(key, m);
@@ -186,6 +266,11 @@ impl Catalog {
         self.by_key.get(&key_of(doc_id))
     }
 
+    /// Every document with its key, in no order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &DocMeta)> {
+        self.by_key.iter().map(|(k, m)| (*k, m))
+    }
+
     pub fn len(&self) -> usize {
         self.by_key.len()
     }
@@ -193,6 +278,7 @@ impl Catalog {
     pub fn clear(&mut self) {
         self.by_key.clear();
         self.by_record.clear();
+        self.strings.clear();
     }
 
     /// The keys of the documents that pass `filters`, or `None` as soon as
@@ -287,8 +373,8 @@ mod tests {
         let mut c = Catalog::default();
         for i in 0..10 {
             let mut m = meta(if i % 2 == 0 { "/even" } else { "/odd" });
-            m.doc_id = format!("d{i}");
-            m.record_id = format!("r{i}");
+            m.doc_id = format!("d{i}").into();
+            m.record_id = format!("r{i}").into();
             c.insert(m);
         }
         let even = SearchFilters {

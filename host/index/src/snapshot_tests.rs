@@ -1,0 +1,156 @@
+//! The catalog's snapshot through the index: a reopened index reads it
+//! when it describes the last commit and rebuilds the catalog otherwise,
+//! so a snapshot can speed an open up but never change an answer.
+
+use super::*;
+use crate::tests::{doc, kill, open_hashed, req, sorted_ids};
+use mem_core::index::{SearchFilters, SourceKind};
+
+fn docs() -> Vec<IndexDoc> {
+    let mut tagged = doc("m2", "quarterly budget review for the garden club", "/club");
+    tagged.tags = vec!["money".into()];
+    tagged.agent_id = Some("codex".into());
+    let mut chunk = doc("f1#0", "garden shed budget spreadsheet", "/files/shed.csv");
+    chunk.record_id = "f1".into();
+    chunk.source = SourceKind::File;
+    chunk.kind = "text/csv".into();
+    chunk.locator = Some("rows:1-9".into());
+    vec![
+        doc("m1", "the garden needs watering every morning", "/home"),
+        tagged,
+        chunk,
+        doc("m3", "budget for garden tools", "/club/tools"),
+    ]
+}
+
+/// What a few filtered hybrid searches find.
+fn answers(ix: &NativeIndex) -> Vec<Vec<String>> {
+    let filters = [
+        SearchFilters::default(),
+        SearchFilters {
+            path: Some("/club".into()),
+            ..Default::default()
+        },
+        SearchFilters {
+            tags: vec!["money".into()],
+            ..Default::default()
+        },
+        SearchFilters {
+            source: Some(SourceKind::File),
+            ..Default::default()
+        },
+        SearchFilters {
+            lifecycles: vec!["archived".into()],
+            ..Default::default()
+        },
+    ];
+    filters
+        .into_iter()
+        .map(|f| sorted_ids(ix, &req("garden budget", f)))
+        .collect()
+}
+
+fn loaded_from_snapshot(ix: &NativeIndex) -> bool {
+    ix.snapshot.lock().saved.is_some()
+}
+
+#[test]
+fn a_reopened_index_reads_its_catalog_from_the_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    ix.upsert(docs()).unwrap();
+    ix.commit(4).unwrap();
+    let before = answers(&ix);
+    assert_eq!(before[3], vec!["f1#0".to_string()]);
+    drop(ix);
+    assert!(tmp.path().join(CATALOG_FILE).exists());
+    let ix = open_hashed(tmp.path());
+    assert!(loaded_from_snapshot(&ix));
+    assert_eq!(answers(&ix), before);
+    let r = ix
+        .search(&req("spreadsheet", SearchFilters::default()))
+        .unwrap();
+    assert_eq!(r.hits[0].record_id, "f1");
+    assert_eq!(r.hits[0].locator.as_deref(), Some("rows:1-9"));
+    // Removing a record by id still finds its documents.
+    ix.remove_record("f1").unwrap();
+    ix.commit(5).unwrap();
+    assert!(answers(&ix)[3].is_empty());
+}
+
+#[test]
+fn a_stale_snapshot_never_hides_a_later_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    ix.upsert(docs()).unwrap();
+    ix.commit(4).unwrap();
+    ix.flush().unwrap();
+    assert!(tmp.path().join(CATALOG_FILE).exists());
+    // Archived after the snapshot was written, then killed before another.
+    let mut archived = doc("m1", "the garden needs watering every morning", "/home");
+    archived.lifecycle = "archived".into();
+    ix.upsert(vec![archived]).unwrap();
+    ix.commit(5).unwrap();
+    ix.flush().unwrap();
+    let after = answers(&ix);
+    kill(ix);
+    let ix = open_hashed(tmp.path());
+    assert!(
+        !loaded_from_snapshot(&ix),
+        "the snapshot is of an older commit"
+    );
+    assert_eq!(answers(&ix), after);
+    assert!(!after[0].contains(&"m1".to_string()));
+    assert_eq!(after[4], vec!["m1".to_string()]);
+}
+
+#[test]
+fn the_snapshot_is_not_written_while_changes_wait_for_a_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    ix.upsert(docs()).unwrap();
+    ix.commit(4).unwrap();
+    ix.upsert(vec![doc("m9", "garden budget never committed", "/home")])
+        .unwrap();
+    // The catalog holds m9, the committed index does not.
+    ix.flush().unwrap();
+    assert!(!tmp.path().join(CATALOG_FILE).exists());
+    kill(ix);
+    let ix = open_hashed(tmp.path());
+    assert!(!answers(&ix)[0].contains(&"m9".to_string()));
+}
+
+#[test]
+fn a_damaged_snapshot_is_rebuilt_from_the_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    ix.upsert(docs()).unwrap();
+    ix.commit(4).unwrap();
+    let before = answers(&ix);
+    drop(ix);
+    let file = tmp.path().join(CATALOG_FILE);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() - 3;
+    bytes[at] ^= 0xff;
+    std::fs::write(&file, &bytes).unwrap();
+    let ix = open_hashed(tmp.path());
+    assert!(!loaded_from_snapshot(&ix));
+    assert_eq!(answers(&ix), before);
+    // Its close writes a good one again.
+    drop(ix);
+    assert!(loaded_from_snapshot(&open_hashed(tmp.path())));
+}
+
+#[test]
+fn a_cleared_index_does_not_reopen_with_the_old_catalog() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    ix.upsert(docs()).unwrap();
+    ix.commit(4).unwrap();
+    ix.flush().unwrap();
+    ix.clear().unwrap();
+    ix.commit(0).unwrap();
+    kill(ix);
+    let ix = open_hashed(tmp.path());
+    assert!(answers(&ix).iter().all(Vec::is_empty));
+}
