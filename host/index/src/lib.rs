@@ -328,8 +328,9 @@ impl NativeIndex {
     }
 }
 
-/// File of the catalog's snapshot, beside the lexical index.
-const CATALOG_FILE: &str = "catalog.bin";
+/// File of the catalog's snapshot, in the lexical index's folder (tantivy
+/// leaves files it does not manage alone).
+const CATALOG_FILE: &str = "lexical/mem-catalog.bin";
 /// A busy process rewrites the catalog's snapshot at most this often (at
 /// a million documents it is over a hundred megabytes); a process always
 /// writes it once, at its first flush, if it is stale.

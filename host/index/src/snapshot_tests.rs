@@ -154,3 +154,30 @@ fn a_cleared_index_does_not_reopen_with_the_old_catalog() {
     let ix = open_hashed(tmp.path());
     assert!(answers(&ix).iter().all(Vec::is_empty));
 }
+
+#[test]
+fn small_segments_are_merged_and_the_snapshot_outlives_the_merge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    for (i, d) in docs().into_iter().enumerate() {
+        ix.upsert(vec![d]).unwrap();
+        ix.commit(i as u64 + 1).unwrap();
+    }
+    ix.upsert(vec![doc("m5", "garden budget again", "/home")])
+        .unwrap();
+    ix.commit(5).unwrap();
+    let before = answers(&ix);
+    // Closing waits for the merges the commits started.
+    drop(ix);
+    let ix = open_hashed(tmp.path());
+    assert!(
+        ix.lexical.segments() < 5,
+        "{} segments",
+        ix.lexical.segments()
+    );
+    assert!(
+        loaded_from_snapshot(&ix),
+        "a merge keeps opstamp and payload"
+    );
+    assert_eq!(answers(&ix), before);
+}
