@@ -50,16 +50,22 @@ fn answers(ix: &NativeIndex) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// A new index holding [`docs`], committed at event 4.
+fn indexed() -> (tempfile::TempDir, NativeIndex) {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    ix.upsert(docs()).unwrap();
+    ix.commit(4).unwrap();
+    (tmp, ix)
+}
+
 fn loaded_from_snapshot(ix: &NativeIndex) -> bool {
     ix.snapshot.lock().saved.is_some()
 }
 
 #[test]
 fn a_reopened_index_reads_its_catalog_from_the_snapshot() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ix = open_hashed(tmp.path());
-    ix.upsert(docs()).unwrap();
-    ix.commit(4).unwrap();
+    let (tmp, ix) = indexed();
     let before = answers(&ix);
     assert_eq!(before[3], vec!["f1#0".to_string()]);
     drop(ix);
@@ -80,10 +86,7 @@ fn a_reopened_index_reads_its_catalog_from_the_snapshot() {
 
 #[test]
 fn a_stale_snapshot_never_hides_a_later_change() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ix = open_hashed(tmp.path());
-    ix.upsert(docs()).unwrap();
-    ix.commit(4).unwrap();
+    let (tmp, ix) = indexed();
     ix.flush().unwrap();
     assert!(tmp.path().join(CATALOG_FILE).exists());
     // Archived after the snapshot was written, then killed before another.
@@ -106,10 +109,7 @@ fn a_stale_snapshot_never_hides_a_later_change() {
 
 #[test]
 fn the_snapshot_is_not_written_while_changes_wait_for_a_commit() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ix = open_hashed(tmp.path());
-    ix.upsert(docs()).unwrap();
-    ix.commit(4).unwrap();
+    let (tmp, ix) = indexed();
     ix.upsert(vec![doc("m9", "garden budget never committed", "/home")])
         .unwrap();
     // The catalog holds m9, the committed index does not.
@@ -122,10 +122,7 @@ fn the_snapshot_is_not_written_while_changes_wait_for_a_commit() {
 
 #[test]
 fn a_damaged_snapshot_is_rebuilt_from_the_index() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ix = open_hashed(tmp.path());
-    ix.upsert(docs()).unwrap();
-    ix.commit(4).unwrap();
+    let (tmp, ix) = indexed();
     let before = answers(&ix);
     drop(ix);
     let file = tmp.path().join(CATALOG_FILE);
@@ -143,10 +140,7 @@ fn a_damaged_snapshot_is_rebuilt_from_the_index() {
 
 #[test]
 fn a_cleared_index_does_not_reopen_with_the_old_catalog() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ix = open_hashed(tmp.path());
-    ix.upsert(docs()).unwrap();
-    ix.commit(4).unwrap();
+    let (tmp, ix) = indexed();
     ix.flush().unwrap();
     ix.clear().unwrap();
     ix.commit(0).unwrap();
