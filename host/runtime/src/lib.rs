@@ -23,6 +23,7 @@ mod engine;
 mod failures;
 mod host;
 mod install;
+mod kv;
 mod state;
 
 pub use bindings::{CURRENT_WIT_VERSION, SUPPORTED_WIT_VERSIONS};

@@ -15,21 +15,16 @@ use std::task::{Context, Poll};
 
 use mem_core::index::Embedder;
 use mem_core::plugin::{Capability, ResolvedLimits};
-use mem_core::store::{Batch, Durability, Scan, Store, Table};
+use mem_core::store::Store;
 use parking_lot::Mutex;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::bindings::v0_1_0::host::mem::plugin::{config, embed, kv, log, types};
+use crate::bindings::v0_1_0::host::mem::plugin::{config, embed, log, types};
 use crate::bindings::v0_1_0::types::{HostError, HostErrorCode};
 
-/// Longest `kv` key. Defends against keys used as value storage.
-pub(crate) const MAX_KV_KEY_BYTES: usize = 512;
-/// Most keys one `list-keys` call returns. Defends against a plugin
-/// forcing the host to materialise a huge namespace listing.
-pub(crate) const MAX_KV_LIST: u32 = 10_000;
 /// Largest table a plugin may grow (elements). Defends against table
 /// growth as a way around the linear-memory cap (8 bytes per element).
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
@@ -85,7 +80,7 @@ impl CallState {
         }
     }
 
-    fn require(&mut self, capability: Capability) -> Result<(), HostError> {
+    pub(crate) fn require(&mut self, capability: Capability) -> Result<(), HostError> {
         if self.ctx.effective.contains(&capability) {
             return Ok(());
         }
@@ -110,18 +105,9 @@ impl CallState {
             message,
         })
     }
-
-    fn kv_key(&self, key: &str) -> String {
-        kv_store_key(&self.ctx.name, key)
-    }
 }
 
-/// The store key of `key` in `plugin`'s namespace (`Table::PluginKv`).
-pub(crate) fn kv_store_key(plugin: &str, key: &str) -> String {
-    format!("{plugin}\0{key}")
-}
-
-fn host_error(code: HostErrorCode, message: impl Into<String>) -> HostError {
+pub(crate) fn host_error(code: HostErrorCode, message: impl Into<String>) -> HostError {
     HostError {
         code,
         message: message.into(),
@@ -180,127 +166,6 @@ impl config::Host for CallState {
     fn entries(&mut self) -> Result<Vec<(String, String)>, HostError> {
         self.require(Capability::Config)?;
         Ok(self.ctx.config.clone())
-    }
-}
-
-fn validate_kv_key(key: &str) -> Result<(), HostError> {
-    if key.is_empty() {
-        return Err(host_error(
-            HostErrorCode::Invalid,
-            "kv keys must not be empty",
-        ));
-    }
-    if key.len() > MAX_KV_KEY_BYTES {
-        return Err(host_error(
-            HostErrorCode::TooLarge,
-            format!("kv keys are at most {MAX_KV_KEY_BYTES} bytes"),
-        ));
-    }
-    Ok(())
-}
-
-fn internal(e: impl std::fmt::Display) -> HostError {
-    host_error(
-        HostErrorCode::Internal,
-        format!("the host store failed: {e}"),
-    )
-}
-
-impl kv::Host for CallState {
-    fn get(&mut self, key: String) -> Result<Option<Vec<u8>>, HostError> {
-        self.require(Capability::Kv)?;
-        validate_kv_key(&key)?;
-        self.ctx
-            .store
-            .get(Table::PluginKv, &self.kv_key(&key))
-            .map_err(internal)
-    }
-
-    fn set(&mut self, key: String, value: Vec<u8>) -> Result<(), HostError> {
-        self.require(Capability::Kv)?;
-        validate_kv_key(&key)?;
-        let limits = self.ctx.limits;
-        if value.len() as u64 > limits.kv_value_bytes {
-            return Err(host_error(
-                HostErrorCode::TooLarge,
-                format!(
-                    "kv values are at most {} bytes (got {})",
-                    limits.kv_value_bytes,
-                    value.len()
-                ),
-            ));
-        }
-        let namespace = kv_store_key(&self.ctx.name, "");
-        let entries = self
-            .ctx
-            .store
-            .scan(
-                Table::PluginKv,
-                &Scan {
-                    prefix: &namespace,
-                    limit: usize::MAX,
-                    ..Scan::default()
-                },
-            )
-            .map_err(internal)?;
-        let full_key = self.kv_key(&key);
-        let used: u64 = entries
-            .iter()
-            .filter(|(k, _)| *k != full_key)
-            .map(|(k, v)| (k.len() - namespace.len() + v.len()) as u64)
-            .sum();
-        let needed = (key.len() + value.len()) as u64;
-        if used + needed > limits.kv_quota_bytes {
-            return Err(host_error(
-                HostErrorCode::TooLarge,
-                format!(
-                    "kv namespace quota of {} bytes exceeded (used {used}, needed {needed})",
-                    limits.kv_quota_bytes
-                ),
-            ));
-        }
-        let mut batch = Batch::new();
-        batch.put(Table::PluginKv, full_key, value);
-        self.ctx
-            .store
-            .commit(batch, Durability::Immediate)
-            .map_err(internal)?;
-        Ok(())
-    }
-
-    fn delete(&mut self, key: String) -> Result<(), HostError> {
-        self.require(Capability::Kv)?;
-        validate_kv_key(&key)?;
-        let mut batch = Batch::new();
-        batch.delete(Table::PluginKv, self.kv_key(&key));
-        self.ctx
-            .store
-            .commit(batch, Durability::Immediate)
-            .map_err(internal)?;
-        Ok(())
-    }
-
-    fn list_keys(&mut self, prefix: String, limit: u32) -> Result<Vec<String>, HostError> {
-        self.require(Capability::Kv)?;
-        let namespace = kv_store_key(&self.ctx.name, "");
-        let full_prefix = kv_store_key(&self.ctx.name, &prefix);
-        let limit = limit.min(MAX_KV_LIST) as usize;
-        let rows = self
-            .ctx
-            .store
-            .scan(
-                Table::PluginKv,
-                &Scan {
-                    prefix: &full_prefix,
-                    limit,
-                    ..Scan::default()
-                },
-            )
-            .map_err(internal)?;
-        Ok(rows
-            .into_iter()
-            .map(|(k, _)| k[namespace.len()..].to_string())
-            .collect())
     }
 }
 
@@ -440,7 +305,8 @@ impl tokio::io::AsyncWrite for CapturedOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::v0_1_0::host::mem::plugin::{kv::Host as _, log::Host as _};
+    use crate::bindings::v0_1_0::host::mem::plugin::{kv, kv::Host as _, log::Host as _};
+    use mem_core::store::{Batch, Durability, Table};
 
     fn state(
         dir: &std::path::Path,
@@ -534,6 +400,64 @@ mod tests {
         );
         s.delete("a".into()).unwrap();
         assert_eq!(s.list_keys("".into(), 10).unwrap(), vec!["b".to_string()]);
+    }
+
+    /// The usage record `kv` keeps for the quota.
+    fn kv_usage(s: &CallState) -> Option<u64> {
+        let raw = s
+            .ctx
+            .store
+            .get(Table::PluginKv, &crate::kv::usage_key("demo"))
+            .unwrap()?;
+        Some(u64::from_le_bytes(raw.try_into().unwrap()))
+    }
+
+    #[test]
+    fn kv_usage_is_kept_with_every_change_instead_of_summed_per_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = ResolvedLimits {
+            kv_value_bytes: 8,
+            kv_quota_bytes: 30,
+            ..ResolvedLimits::default()
+        };
+        let mut s = state(dir.path(), vec![Capability::Kv], limits);
+        // A namespace written before usage records existed: summed once,
+        // and the sum kept even when the set that asked is refused.
+        let mut batch = Batch::new();
+        for (key, len) in [("old", 7), ("big", 27)] {
+            let key = crate::kv::kv_store_key("demo", key);
+            batch.put(Table::PluginKv, key, vec![0; len]);
+        }
+        s.ctx.store.commit(batch, Durability::Immediate).unwrap();
+        assert_eq!(kv_usage(&s), None);
+        assert_eq!(
+            s.set("a".into(), vec![1; 8]).unwrap_err().code,
+            HostErrorCode::TooLarge
+        );
+        assert_eq!(kv_usage(&s), Some(10 + 30));
+        s.delete("big".into()).unwrap();
+        assert_eq!(kv_usage(&s), Some(10));
+        s.set("a".into(), vec![1; 8]).unwrap();
+        assert_eq!(kv_usage(&s), Some(10 + 9));
+        // From now on the record is what counts: the summed key is in it.
+        s.set("a".into(), vec![2; 4]).unwrap();
+        assert_eq!(kv_usage(&s), Some(10 + 5));
+        s.set("b".into(), vec![3; 8]).unwrap();
+        assert_eq!(kv_usage(&s), Some(10 + 5 + 9));
+        assert_eq!(
+            s.set("c".into(), vec![4; 8]).unwrap_err().code,
+            HostErrorCode::TooLarge
+        );
+        s.delete("old".into()).unwrap();
+        s.delete("old".into()).unwrap();
+        assert_eq!(kv_usage(&s), Some(5 + 9));
+        s.set("c".into(), vec![4; 8]).unwrap();
+        assert_eq!(kv_usage(&s), Some(5 + 9 + 9));
+        // The record is not in the plugin's namespace.
+        assert_eq!(
+            s.list_keys("".into(), 10).unwrap(),
+            vec!["a".to_string(), "b".to_string(), "c".to_string()]
+        );
     }
 
     #[test]
