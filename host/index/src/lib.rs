@@ -95,6 +95,11 @@ pub struct NativeIndex {
     /// Why there is no semantic lane (shown in every response).
     semantic_off: Option<String>,
     catalog: RwLock<Catalog>,
+    /// Catalog changes since the last commit, applied by the commit: the
+    /// catalog says what searches may return, so it changes with the
+    /// committed index, not before (a record re-indexed with new context
+    /// is removed and re-added; between the two, a search dropped it).
+    staged: Mutex<Staged>,
     /// The catalog's snapshot on disk and when it was last written.
     snapshot: Mutex<SnapshotState>,
     watermark: AtomicU64,
@@ -199,6 +204,7 @@ impl NativeIndex {
             },
             semantic,
             catalog: RwLock::new(catalog),
+            staged: Mutex::new(Staged::default()),
             snapshot: Mutex::new(SnapshotState {
                 saved,
                 ..Default::default()
@@ -212,17 +218,16 @@ impl NativeIndex {
         })
     }
 
-    /// Writes the catalog's snapshot if it is stale and the catalog equals
-    /// the committed index; `due_only`: not again within
+    /// Writes the catalog's snapshot if it is stale (the catalog is the
+    /// committed index's); `due_only`: not again within
     /// [`CATALOG_SAVE_EVERY`] of the last write.
     fn save_catalog(&self, due_only: bool) -> Result<(), IndexError> {
         let catalog = self.catalog.read();
         let mut state = self.snapshot.lock();
-        if state.uncommitted
-            || (due_only
-                && state
-                    .saved_at
-                    .is_some_and(|t| t.elapsed() < CATALOG_SAVE_EVERY))
+        if due_only
+            && state
+                .saved_at
+                .is_some_and(|t| t.elapsed() < CATALOG_SAVE_EVERY)
         {
             return Ok(());
         }
@@ -341,9 +346,26 @@ struct SnapshotState {
     /// The commit the file on disk describes (`None`: no valid file).
     saved: Option<Stamp>,
     saved_at: Option<std::time::Instant>,
-    /// Upserts or removals since the last commit: the catalog is ahead of
-    /// the committed index and must not be saved as its snapshot.
-    uncommitted: bool,
+}
+
+/// One catalog change waiting for the commit.
+#[derive(Debug)]
+enum Change {
+    Clear,
+    Remove(String),
+    Insert(u64, DocMeta),
+}
+
+#[derive(Debug, Default)]
+struct Staged {
+    changes: Vec<Change>,
+    /// Keys and embedding digests of the documents staged by record (for
+    /// a removal of a record staged in the same batch).
+    records: HashMap<String, Vec<(u64, u64)>>,
+    /// Embedding digests of the documents staged, by key.
+    sigs: HashMap<u64, u64>,
+    /// A clear is staged: the committed catalog will be empty.
+    cleared: bool,
 }
 
 /// Counts a running search for as long as it lives.
@@ -387,18 +409,30 @@ impl SearchIndex for NativeIndex {
         let metas: Vec<DocMeta> = docs.iter().map(DocMeta::of).collect();
         self.lexical.upsert(&docs, &metas)?;
         let prior: Vec<Option<u64>> = {
-            let mut c = self.catalog.write();
-            self.snapshot.lock().uncommitted = true;
+            let c = self.catalog.read();
+            let mut staged = self.staged.lock();
             let mut retired = self.semantic.as_ref().map(|sem| sem.retired.lock());
             metas
                 .iter()
                 .map(|m| {
                     let key = key_of(&m.doc_id);
+                    let committed = || {
+                        (!staged.cleared)
+                            .then(|| c.get(key).map(|old| old.embed_sig))
+                            .flatten()
+                    };
                     let was = retired
                         .as_mut()
                         .and_then(|r| r.remove(&key))
-                        .or_else(|| c.get(key).map(|old| old.embed_sig));
-                    c.insert(m.clone());
+                        .or_else(|| staged.sigs.get(&key).copied())
+                        .or_else(committed);
+                    staged.sigs.insert(key, m.embed_sig);
+                    staged
+                        .records
+                        .entry(m.record_id.to_string())
+                        .or_default()
+                        .push((key, m.embed_sig));
+                    staged.changes.push(Change::Insert(key, m.clone()));
                     was
                 })
                 .collect()
@@ -415,13 +449,24 @@ impl SearchIndex for NativeIndex {
     fn remove_record(&self, record_id: &str) -> Result<(), IndexError> {
         self.lexical.remove_record(record_id)?;
         let removed = {
-            let mut c = self.catalog.write();
-            self.snapshot.lock().uncommitted = true;
-            c.remove_record(record_id)
+            let c = self.catalog.read();
+            let mut staged = self.staged.lock();
+            let mut removed = if staged.cleared {
+                Vec::new()
+            } else {
+                c.record_docs(record_id)
+            };
+            removed.extend(staged.records.remove(record_id).unwrap_or_default());
+            for (key, _) in &removed {
+                staged.sigs.remove(key);
+            }
+            staged.changes.push(Change::Remove(record_id.to_string()));
+            removed
         };
         if let Some(sem) = &self.semantic {
-            // Out of the catalog, so no search can return them; their vectors
-            // wait for the commit in case the record comes back unchanged.
+            // Out of the catalog at the commit, so no search returns them
+            // after it; their vectors wait for the commit in case the
+            // record comes back unchanged.
             sem.retired.lock().extend(removed);
         }
         Ok(())
@@ -429,11 +474,20 @@ impl SearchIndex for NativeIndex {
 
     fn commit(&self, watermark: u64) -> Result<(), IndexError> {
         {
-            // Under the catalog's lock: a save sees the commit and the
-            // cleared flag together.
-            let _catalog = self.catalog.write();
+            // Under the catalog's lock: a search or a snapshot sees the
+            // commit and its catalog changes together.
+            let mut catalog = self.catalog.write();
             self.lexical.commit(watermark)?;
-            self.snapshot.lock().uncommitted = false;
+            let staged = std::mem::take(&mut *self.staged.lock());
+            for change in staged.changes {
+                match change {
+                    Change::Clear => catalog.clear(),
+                    Change::Remove(record_id) => {
+                        catalog.remove_record(&record_id);
+                    }
+                    Change::Insert(key, meta) => catalog.insert_keyed(key, meta),
+                }
+            }
         }
         self.watermark.store(watermark, Ordering::SeqCst);
         self.rebuild.store(false, Ordering::SeqCst);
@@ -471,9 +525,10 @@ impl SearchIndex for NativeIndex {
     fn clear(&self) -> Result<(), IndexError> {
         self.lexical.clear()?;
         {
-            let mut c = self.catalog.write();
-            c.clear();
-            self.snapshot.lock().uncommitted = true;
+            let mut staged = self.staged.lock();
+            *staged = Staged::default();
+            staged.cleared = true;
+            staged.changes.push(Change::Clear);
         }
         if let Some(sem) = &self.semantic {
             sem.vectors.write().clear()?;

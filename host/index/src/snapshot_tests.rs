@@ -108,16 +108,44 @@ fn a_stale_snapshot_never_hides_a_later_change() {
 }
 
 #[test]
-fn the_snapshot_is_not_written_while_changes_wait_for_a_commit() {
+fn a_snapshot_holds_what_is_committed_not_what_waits_for_a_commit() {
     let (tmp, ix) = indexed();
     ix.upsert(vec![doc("m9", "garden budget never committed", "/home")])
         .unwrap();
-    // The catalog holds m9, the committed index does not.
+    ix.remove_record("m1").unwrap();
     ix.flush().unwrap();
-    assert!(!tmp.path().join(CATALOG_FILE).exists());
     kill(ix);
     let ix = open_hashed(tmp.path());
-    assert!(!answers(&ix)[0].contains(&"m9".to_string()));
+    assert!(loaded_from_snapshot(&ix));
+    let all = answers(&ix)[0].clone();
+    assert!(!all.contains(&"m9".to_string()), "{all:?}");
+    assert!(all.contains(&"m1".to_string()), "{all:?}");
+}
+
+#[test]
+fn a_record_being_replaced_stays_findable_until_the_commit() {
+    let (_tmp, ix) = indexed();
+    let finds_m1 = |ix: &NativeIndex| {
+        sorted_ids(ix, &req("watering", SearchFilters::default())).contains(&"m1".to_string())
+    };
+    // Re-indexing a record removes it and adds it again: searches in
+    // between see the last commit, which has it.
+    ix.remove_record("m1").unwrap();
+    assert!(finds_m1(&ix));
+    ix.upsert(vec![doc(
+        "m1",
+        "the garden needs watering at noon",
+        "/home",
+    )])
+    .unwrap();
+    assert!(finds_m1(&ix));
+    ix.commit(5).unwrap();
+    assert!(finds_m1(&ix));
+    // A removal shows at its commit.
+    ix.remove_record("m1").unwrap();
+    assert!(finds_m1(&ix));
+    ix.commit(6).unwrap();
+    assert!(!finds_m1(&ix));
 }
 
 #[test]

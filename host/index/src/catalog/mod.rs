@@ -258,6 +258,16 @@ impl Catalog {
             .collect()
     }
 
+    /// A record's documents: their keys and embedding digests.
+    pub fn record_docs(&self, record_id: &str) -> Vec<(u64, u64)> {
+        self.by_record
+            .get(record_id)
+            .into_iter()
+            .flatten()
+            .map(|&k| (k, self.by_key.get(&k).map_or(0, |m| m.embed_sig)))
+            .collect()
+    }
+
     pub fn get(&self, key: u64) -> Option<&DocMeta> {
         self.by_key.get(&key)
     }
