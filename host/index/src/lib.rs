@@ -18,8 +18,8 @@ mod query_cache;
 mod vectors;
 
 use catalog::{
-    Catalog, DocMeta, Stamp, embedding_text, key_of, lifecycle_only, load_snapshot, overfetch,
-    save_snapshot,
+    Catalog, DocMeta, Stamp, embedding_text, encode_snapshot, key_of, lifecycle_only,
+    load_snapshot, overfetch, save_snapshot,
 };
 use fusion::{Fusion, fuse, prefer_period};
 use mem_core::index::{
@@ -235,7 +235,11 @@ impl NativeIndex {
         if state.saved == Some(stamp) {
             return Ok(());
         }
-        save_snapshot(&self.dir.join(CATALOG_FILE), &stamp, &catalog)
+        let bytes = encode_snapshot(&stamp, &catalog);
+        // Commits wait for the catalog's lock, and searches behind them:
+        // the file is written and synced without it.
+        drop(catalog);
+        save_snapshot(&self.dir.join(CATALOG_FILE), &bytes)
             .map_err(|e| IndexError::Io(format!("cannot save the catalog: {e}")))?;
         state.saved = Some(stamp);
         state.saved_at = Some(std::time::Instant::now());

@@ -6,7 +6,9 @@
 
 mod snapshot;
 
-pub(crate) use snapshot::{Stamp, load as load_snapshot, save as save_snapshot};
+pub(crate) use snapshot::{
+    Stamp, encode as encode_snapshot, load as load_snapshot, save as save_snapshot,
+};
 
 use mem_core::index::{IndexDoc, SearchFilters, SourceKind};
 use rustc_hash::FxHashMap;

@@ -42,18 +42,19 @@ pub(crate) fn load(path: &Path, stamp: &Stamp) -> Option<Catalog> {
     }
 }
 
-/// Writes `catalog` as the snapshot of `stamp` (atomically).
-pub(crate) fn save(path: &Path, stamp: &Stamp, catalog: &Catalog) -> std::io::Result<()> {
-    let bytes = encode(stamp, catalog);
+/// Writes a snapshot [`encode`]d earlier (atomically), so the catalog's
+/// lock need not be held while the file is written and synced.
+pub(crate) fn save(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(&bytes)?;
+    f.write_all(bytes)?;
     f.sync_data()?;
     drop(f);
     std::fs::rename(&tmp, path)
 }
 
-fn encode(stamp: &Stamp, catalog: &Catalog) -> Vec<u8> {
+/// `catalog` as the snapshot of `stamp`.
+pub(crate) fn encode(stamp: &Stamp, catalog: &Catalog) -> Vec<u8> {
     let mut table = Table::default();
     let mut docs = Vec::with_capacity(catalog.len() * 96);
     put_u64(&mut docs, catalog.len() as u64);
@@ -311,10 +312,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("catalog.bin");
         assert!(load(&path, &[2; 32]).is_none(), "absent");
-        save(&path, &[2; 32], &catalog()).expect("save");
+        save(&path, &encode(&[2; 32], &catalog())).expect("save");
         let mut smaller = Catalog::default();
         smaller.insert(catalog().iter().next().expect("a doc").1.clone());
-        save(&path, &[3; 32], &smaller).expect("save again");
+        save(&path, &encode(&[3; 32], &smaller)).expect("save again");
         assert!(load(&path, &[2; 32]).is_none(), "the old stamp is gone");
         assert_eq!(load(&path, &[3; 32]).expect("loads").len(), 1);
         assert!(!path.with_extension("tmp").exists());
