@@ -71,7 +71,15 @@ fn snapshot(ws: &Ws, dir: &Path, memory_ids: &[String]) -> Value {
             e.as_object_mut().unwrap().remove("seq");
         }
     }
+    // Counted afresh in the copy (tallies never travel): the same catalog,
+    // at the copy's own revision.
+    let mut catalog = at(ws, dir, &["catalog", "--status", "all", "--limit", "500"])
+        .ok()
+        .json();
+    assert_eq!(catalog["truncated"], false, "{catalog}");
+    catalog.as_object_mut().unwrap().remove("revision");
     serde_json::json!({
+        "catalog": catalog,
         "files": files,
         "memories": memories,
         "searches": searches,
@@ -209,6 +217,7 @@ fn a_workspace_round_trips_through_a_bundle() {
     assert!(imported["reindexed_records"].as_u64().unwrap() > 0);
     let after = snapshot(&ws, &copy, &ids);
     for key in [
+        "catalog",
         "files",
         "memories",
         "searches",

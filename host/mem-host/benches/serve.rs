@@ -10,14 +10,16 @@
 //! lexical-only search, hybrid search, context packs and single remembers
 //! over `MEM_BENCH_QUERIES` requests each (default 1000); then the
 //! web page's memory ledger (first response after sign-in, then p50/p99;
-//! target under 300 ms at 100k memories); then the server's RSS and the
-//! workspace's size on disk; then, with the server stopped, the cold CLI:
+//! target under 300 ms at 100k memories); then catalog and ledger pages
+//! over REST (first and next page; target under 50 ms at 1M); then the
+//! server's RSS and the workspace's size on disk, per memory, by where it
+//! goes; then, with the server stopped, the cold CLI:
 //! the wall time of whole `mem-host` processes for `memory get`, lexical
 //! and hybrid `search` and `context` (median and worst of
 //! `MEM_BENCH_COLD` runs each, default 9), beside their targets.
 //!
 //! `-- --memories N` sets the size (over `MEM_BENCH_MEMORIES`); `-- --cold`
-//! runs only the cold CLI; `-- --only WORD` runs only the load levels of the operations whose label has WORD
+//! runs only the cold CLI; `-- --browse` only the catalog and ledger pages; `-- --only WORD` runs only the load levels of the operations whose label has WORD
 //! (`lexical`, `hybrid`, `context`), for profiling one; `-- --ledger`
 //! times only the ledger (plain, filtered by a rare agent, and by pinned)
 //! over a workspace built without embeddings, which is what makes 100k
@@ -109,6 +111,17 @@ fn main() {
     let ws = workspace(n, false);
     if args.iter().any(|a| a == "--cold") {
         return cold_cli(&ws, n);
+    }
+    if args.iter().any(|a| a == "--browse") {
+        let (server, base) = start_server(&ws);
+        browse_pages(
+            &ws,
+            &base,
+            n,
+            env_usize("MEM_BENCH_QUERIES", 1000).div_ceil(10),
+        );
+        stop_server(server);
+        return;
     }
     let secret = token_secret(
         &ws,
@@ -206,15 +219,94 @@ fn main() {
         );
     }
     web_ledger(&ws, &base, n, n_seq.div_ceil(10), "");
+    browse_pages(&ws, &base, n, n_seq.div_ceil(10));
     let (peak, now) = rss_of(server.id());
     println!("serve RSS: peak {peak:.0} MiB, now {now:.0} MiB");
+    let mib = |p: &Path| du(p) as f64 / 1048576.0;
+    let per = |p: &Path| du(p) as f64 / n as f64;
+    let (store, lexical, vectors) = (
+        ws.join("store"),
+        ws.join("index").join("lexical"),
+        ws.join("index").join("vectors"),
+    );
     println!(
-        "on disk: index {:.0} MiB, store {:.0} MiB",
-        du(&ws.join("index")) as f64 / 1048576.0,
-        du(&ws.join("store")) as f64 / 1048576.0
+        "on disk: {:.0} MiB = {:.0} bytes a memory: store {:.0} MiB ({:.0} B/memory: records, events, blobs, tallies), \
+         lexical index {:.0} MiB ({:.0} B/memory), vectors {:.0} MiB ({:.0} B/memory)",
+        mib(&ws),
+        per(&ws),
+        mib(&store),
+        per(&store),
+        mib(&lexical),
+        per(&lexical),
+        mib(&vectors),
+        per(&vectors),
     );
     stop_server(server);
     cold_cli(&ws, n);
+}
+
+/// Pages a person or an agent browses: the catalog (first page, then the
+/// page its cursor names) and the memory ledger (`GET /v1/memories`),
+/// each timed over `reps` requests beside the target (< 50 ms at 1M).
+fn browse_pages(ws: &Path, base: &str, n: usize, reps: usize) {
+    let secret = token_secret(ws, &format!("bench-read-{}", std::process::id()), "read");
+    let agent = http_agent();
+    let get = |url: &str| -> (Duration, serde_json::Value) {
+        let started = Instant::now();
+        let mut r = agent
+            .get(url)
+            .header("authorization", format!("Bearer {secret}"))
+            .call()
+            .expect("GET");
+        let body = r.body_mut().read_to_vec().expect("body");
+        let took = started.elapsed();
+        assert_eq!(
+            r.status().as_u16(),
+            200,
+            "{url}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        (took, serde_json::from_slice(&body).expect("json"))
+    };
+    let (_, first) = get(&format!("{base}/v1/catalog?limit=50"));
+    let catalog_cursor = first["next_cursor"].as_str().map(str::to_string);
+    let (_, listed) = get(&format!("{base}/v1/memories?limit=50"));
+    let list_cursor = listed["next_cursor"].as_str().map(str::to_string);
+    let mut pages = vec![
+        (
+            "catalog, first page".to_string(),
+            format!("{base}/v1/catalog?limit=50"),
+        ),
+        (
+            "catalog, one kind".to_string(),
+            format!("{base}/v1/catalog?limit=50&type=note"),
+        ),
+        (
+            "ledger, first page".to_string(),
+            format!("{base}/v1/memories?limit=50"),
+        ),
+    ];
+    if let Some(c) = catalog_cursor {
+        pages.push((
+            "catalog, next page".into(),
+            format!("{base}/v1/catalog?limit=50&cursor={c}"),
+        ));
+    }
+    if let Some(c) = list_cursor {
+        pages.push((
+            "ledger, next page".into(),
+            format!("{base}/v1/memories?limit=50&cursor={c}"),
+        ));
+    }
+    for (label, url) in pages {
+        let mut times: Vec<Duration> = (0..reps).map(|_| get(&url).0).collect();
+        times.sort();
+        println!(
+            "{label:<22} on {n} memories: p50 {:>6.1} ms, p99 {:>6.1} ms over {reps} (target < 50 ms at 1M)",
+            percentile(&times, 0.50).as_secs_f64() * 1e3,
+            percentile(&times, 0.99).as_secs_f64() * 1e3,
+        );
+    }
 }
 
 /// Whole CLI processes on the workspace (no server holds it), as a person

@@ -95,6 +95,9 @@ pub fn init(dir: &Path, name: Option<&str>) -> MemResult<InitOutcome> {
         .and_then(|_| file.sync_all())
         .map_err(|e| MemError::io(&format!("cannot write {}", config_path.display()), &e))?;
     let ws = open(dir, SessionStart::Quick)?;
+    // An empty workspace's tallies are counted at once: its writes keep
+    // them from the first.
+    ws.service.ensure_tallies()?;
     // A new workspace starts with the first-party plugins its mem.toml names.
     if let Some(plugins) = ws.service.plugins() {
         mem_bundled::install_first_party(plugins.as_ref(), false)?;

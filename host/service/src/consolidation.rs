@@ -1,15 +1,16 @@
 //! Consolidation due: per scope, how many memories arrived since the last
 //! consolidation there, so a person (or an agent reading `status` or the
-//! catalog) knows when merging is worth a look.
+//! catalog) knows when merging is worth a look. Counted from the tallies
+//! ([`crate::tally`]): the memories a folder holds, or those after the
+//! scope's last consolidation, never a pass over every memory.
 //!
 //! A scope is a top-level folder (`/` for memories at the root); a
 //! consolidation is an applied `consolidate` proposal, and it covers the
 //! scope of the memory it wrote. Memory ids are ULIDs, ordered by the time
 //! they were minted, so "arrived after the consolidation" is "id greater
-//! than the memory it wrote": one pass over the path index's keys, no
-//! memory record read.
+//! than the memory it wrote".
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use mem_core::store::Table;
 use mem_core::time::Timestamp;
@@ -17,8 +18,11 @@ use mem_core::{MemResult, VPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::gate::{Proposal, ProposalOp, ProposalStatus};
-use crate::records::{decode, scan_each};
+use crate::records::scan_each;
+use crate::tally::{self, Last};
+
+/// Forgotten memories leave the path index, and these counts.
+const FORGOTTEN: &str = "forgotten";
 
 /// One scope's consolidation state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -58,7 +62,7 @@ impl ConsolidationScope {
 }
 
 /// The top-level folder holding `path`.
-fn scope_of(path: &str) -> &str {
+pub(crate) fn scope_of(path: &str) -> &str {
     match path[1..].find('/') {
         Some(i) => &path[..i + 1],
         None if path == "/" => "/",
@@ -66,46 +70,65 @@ fn scope_of(path: &str) -> &str {
     }
 }
 
-/// The last consolidation of a scope: the memory it wrote, and when.
-struct Last {
-    memory_id: String,
-    at: Timestamp,
-}
-
 impl crate::Service {
     /// Every scope holding memories `admits` lets through, in path order.
+    /// From the tallies: per folder, its count, or when its scope was
+    /// consolidated, the memories of the folder after that one.
     pub(crate) fn consolidation(
         &self,
         admits: &dyn Fn(&VPath) -> bool,
     ) -> MemResult<Vec<ConsolidationScope>> {
-        let mut last: BTreeMap<String, Last> = BTreeMap::new();
-        scan_each(self.store(), Table::Proposals, "", |key, raw| {
-            let p: Proposal = decode(Table::Proposals, key, raw)?;
-            let applied = matches!(
-                p.status,
-                ProposalStatus::Approved | ProposalStatus::AutoApproved
-            );
-            let (Some(m), Some(id), Some(at)) = (&p.memory, p.result_ids.first(), p.decided_at)
-            else {
-                return Ok(());
+        if !self.ensure_tallies()? {
+            return self.consolidation_by_pass(admits);
+        }
+        let store = self.store();
+        let last = tally::consolidations(store)?;
+        let mut since: BTreeMap<String, u64> = BTreeMap::new();
+        let mut counted: BTreeSet<String> = BTreeSet::new();
+        for t in tally::memories(store, &VPath::root())? {
+            if t.lifecycle == FORGOTTEN || t.count.n <= 0 || !admits(&t.folder) {
+                continue;
+            }
+            let scope = scope_of(t.folder.as_str()).to_string();
+            let n = match last.get(&scope) {
+                None => t.count.n as u64,
+                Some(l) if counted.insert(t.folder.as_str().to_string()) => {
+                    tally::count_after(store, &t.folder, &l.memory_id, FORGOTTEN)?
+                }
+                Some(_) => 0,
             };
-            if p.op != ProposalOp::Consolidate || !applied {
-                return Ok(());
-            }
-            let entry = last
-                .entry(scope_of(m.path.as_str()).to_string())
-                .or_insert_with(|| Last {
-                    memory_id: id.clone(),
-                    at,
-                });
-            if *id > entry.memory_id {
-                *entry = Last {
-                    memory_id: id.clone(),
-                    at,
-                };
-            }
-            Ok(())
-        })?;
+            *since.entry(scope).or_default() += n;
+        }
+        Ok(self.scopes(since, &last))
+    }
+
+    fn scopes(
+        &self,
+        since: BTreeMap<String, u64>,
+        last: &BTreeMap<String, Last>,
+    ) -> Vec<ConsolidationScope> {
+        let due_after = self.config().memory.consolidate_after;
+        since
+            .into_iter()
+            .map(|(scope, since_last)| ConsolidationScope {
+                last_consolidated_at: last.get(&scope).map(|l| l.at),
+                scope,
+                since_last,
+                due_after,
+                due: since_last >= due_after,
+            })
+            .collect()
+    }
+
+    /// [`Self::consolidation`] as one pass over the proposals and the path
+    /// index: until the tallies are counted. Memory ids are ULIDs, ordered
+    /// by the time they were minted, so "arrived after the consolidation"
+    /// is "id greater than the memory it wrote".
+    pub(crate) fn consolidation_by_pass(
+        &self,
+        admits: &dyn Fn(&VPath) -> bool,
+    ) -> MemResult<Vec<ConsolidationScope>> {
+        let last = tally::consolidations_by_pass(self.store())?;
         let mut since: BTreeMap<String, u64> = BTreeMap::new();
         // Keys are `{path}\0{id}`.
         scan_each(self.store(), Table::MemoryPaths, "", |key, _| {
@@ -125,17 +148,7 @@ impl crate::Service {
             }
             Ok(())
         })?;
-        let due_after = self.config().memory.consolidate_after;
-        Ok(since
-            .into_iter()
-            .map(|(scope, since_last)| ConsolidationScope {
-                last_consolidated_at: last.get(&scope).map(|l| l.at),
-                scope,
-                since_last,
-                due_after,
-                due: since_last >= due_after,
-            })
-            .collect())
+        Ok(self.scopes(since, &last))
     }
 }
 

@@ -37,6 +37,7 @@ pub mod related;
 pub mod requests;
 pub mod schemas;
 mod settings;
+mod tally;
 pub mod timeline;
 pub mod tokens;
 pub mod types;

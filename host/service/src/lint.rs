@@ -259,7 +259,10 @@ impl Service {
             }
         }
         if apply && !batch.is_empty() {
-            self.store().commit(batch, Durability::Immediate)?;
+            // Through `transact`, so the tallies follow the repair.
+            crate::records::transact(self.store(), Durability::Immediate, || {
+                Ok((batch.clone(), ()))
+            })?;
             self.after_write();
         }
         Ok(RebuildReport {

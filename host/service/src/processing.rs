@@ -356,7 +356,16 @@ impl Service {
                 .entry(f.index_status.as_str().to_string())
                 .or_default() += 1;
         }
-        let memories = if whole {
+        let memories = if self.ensure_tallies()? {
+            // Every memory of the workspace; a confined caller's, without
+            // the forgotten (as the path index counts them). Counting the
+            // table walked all of it: most of `status` at 100k memories.
+            crate::tally::memories(self.store(), &VPath::root())?
+                .into_iter()
+                .filter(|t| whole || (t.lifecycle != "forgotten" && sees(&t.folder)))
+                .map(|t| t.count.n.max(0) as u64)
+                .sum()
+        } else if whole {
             self.store().count(Table::Memories)?
         } else {
             // Keys are `{path}\0{id}`: the folder itself, then below it.

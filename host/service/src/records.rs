@@ -187,10 +187,11 @@ pub(crate) fn transact<T>(
         MAX_TX_ATTEMPTS
     };
     for attempt in 0..attempts {
-        let (batch, out) = build()?;
+        let (mut batch, out) = build()?;
         if batch.is_empty() {
             return Ok(out);
         }
+        crate::tally::stage(store, &mut batch)?;
         match store.commit(batch, durability) {
             Ok(_) => return Ok(out),
             Err(StoreError::ConditionFailed { .. }) => {

@@ -106,6 +106,11 @@ impl Service {
         if let Err(e) = self.drain_processing() {
             warn("background processing failed", &e);
         }
+        // Once per workspace (from before tallies, or after an import):
+        // here rather than in the first catalog page someone waits for.
+        if let Err(e) = self.ensure_tallies() {
+            warn("cannot count the catalog's tallies", &e);
+        }
         self.catch_up_index();
         let relating = self.relations_may_run() && {
             *self.worker.related_at.lock() = Some(Instant::now());

@@ -2,7 +2,7 @@
 //! exported ones), both logs, each referenced blob once, the installed
 //! plugins and `mem.toml`; with a scope, only what lies under it.
 
-use super::{IMPORT_MARK, NEVER_EXPORTED, blob_refs, is_backend_key};
+use super::{IMPORT_MARK, NEVER_EXPORTED, blob_refs, is_backend_key, is_derived_key};
 use crate::Service;
 use crate::audit::HEAD_KEY;
 use crate::records::scan_all;
@@ -99,7 +99,7 @@ impl Service {
             let mut records = Vec::new();
             for (key, value) in scan_all(self.store(), table, "")? {
                 let keep = match (table, scope) {
-                    (Table::Meta, _) if is_backend_key(&key) => false,
+                    (Table::Meta, _) if is_backend_key(&key) || is_derived_key(&key) => false,
                     (Table::Meta, _) if key == HEAD_KEY || key.starts_with(IMPORT_MARK) => false,
                     (_, None) => true,
                     (Table::Meta | Table::PluginKv, Some(_)) => false,

@@ -4,7 +4,10 @@
 //! blob reference. A bundle that does not verify, or a workspace that
 //! holds data, changes nothing.
 
-use super::{IMPORT_MARK, ImportReport, NEVER_EXPORTED, VerifyReport, blob_refs, is_backend_key};
+use super::{
+    IMPORT_MARK, ImportReport, NEVER_EXPORTED, VerifyReport, blob_refs, is_backend_key,
+    is_derived_key,
+};
 use crate::Service;
 use crate::audit::HEAD_KEY;
 use crate::config::WorkspaceConfig;
@@ -71,7 +74,10 @@ fn plan(b: &Bundle) -> MemResult<Plan<'_>> {
         }
         for (key, value) in &part.records {
             if table == Table::Meta
-                && (is_backend_key(key) || key == HEAD_KEY || key.starts_with(IMPORT_MARK))
+                && (is_backend_key(key)
+                    || is_derived_key(key)
+                    || key == HEAD_KEY
+                    || key.starts_with(IMPORT_MARK))
             {
                 return Err(invalid(format!("it sets the reserved key {key:?}")));
             }
@@ -262,6 +268,8 @@ impl Service {
             format!("{IMPORT_MARK}{}", b.manifest_sha256),
             crate::records::encode(&mark)?,
         );
+        // The records arrive behind the tallies' seam: counted afresh.
+        crate::tally::invalidate(&mut batch);
         // Plugins are verified and installed (replacing the first-party
         // ones a new workspace starts with) before the commit: a plugin
         // this host refuses leaves the store untouched.

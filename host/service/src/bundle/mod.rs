@@ -54,6 +54,12 @@ pub(crate) fn is_backend_key(key: &str) -> bool {
     key.starts_with("__")
 }
 
+/// Derived counts the importing workspace makes itself from the records
+/// (the catalog's tallies): never carried, never taken from a bundle.
+pub(crate) fn is_derived_key(key: &str) -> bool {
+    key.starts_with(crate::tally::PREFIX)
+}
+
 /// The blobs a record holds a reference to, with their sizes: a file's
 /// content, a memory's content (until it is forgotten). An import takes
 /// exactly these references, so blob reference counts come out as the

@@ -1,8 +1,9 @@
 //! The stateless page cursors of the navigation reads (catalog, trace):
 //! `{tag}{revision}-{position}-{digest}`. A cursor says where the next page
-//! starts in the answer read at `revision`, and carries the digest of the
-//! request's filters, so it cannot be replayed against another question or
-//! a changed workspace.
+//! starts in the answer read at `revision` (trace: an index into its
+//! answer; catalog: the hex of the last item's `{path}\0{id}`), and carries
+//! the digest of the request's filters, so it cannot be replayed against
+//! another question or a changed workspace.
 
 use mem_core::{ErrorCode, MemError, MemResult};
 use serde_json::json;
@@ -15,7 +16,12 @@ pub(crate) struct Kind {
 
 impl Kind {
     /// The cursor of the page starting at `position`.
-    pub(crate) fn encode(&self, revision: u64, position: usize, digest: &str) -> String {
+    pub(crate) fn encode(
+        &self,
+        revision: u64,
+        position: impl std::fmt::Display,
+        digest: &str,
+    ) -> String {
         format!("{}{revision}-{position}-{digest}", self.tag)
     }
 
@@ -29,14 +35,19 @@ impl Kind {
         digest: &str,
     ) -> MemResult<usize> {
         let Some(c) = cursor else { return Ok(0) };
-        let bad = || {
-            MemError::new(ErrorCode::Unprocessable, format!("bad cursor {c:?}"))
-                .with_hint(format!(
-                    "pass back the next_cursor of the previous page of the same {}",
-                    self.pages
-                ))
-                .with_details(json!({ "field": "cursor" }))
-        };
+        let pos = self.decode_raw(c, revision, digest)?;
+        pos.parse().map_err(|_| self.bad(c))
+    }
+
+    /// A cursor's position as it was encoded (after the same checks as
+    /// [`Self::decode`]).
+    pub(crate) fn decode_raw<'c>(
+        &self,
+        c: &'c str,
+        revision: u64,
+        digest: &str,
+    ) -> MemResult<&'c str> {
+        let bad = || self.bad(c);
         let mut parts = c.strip_prefix(self.tag).ok_or_else(bad)?.split('-');
         let (Some(rev), Some(pos), Some(dig), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -44,7 +55,6 @@ impl Kind {
             return Err(bad());
         };
         let rev: u64 = rev.parse().map_err(|_| bad())?;
-        let pos: usize = pos.parse().map_err(|_| bad())?;
         if dig != digest {
             return Err(MemError::new(
                 ErrorCode::Unprocessable,
@@ -57,6 +67,16 @@ impl Kind {
             return Err(stale(rev, revision));
         }
         Ok(pos)
+    }
+
+    /// `unprocessable`: not a cursor of this kind of page.
+    pub(crate) fn bad(&self, c: &str) -> MemError {
+        MemError::new(ErrorCode::Unprocessable, format!("bad cursor {c:?}"))
+            .with_hint(format!(
+                "pass back the next_cursor of the previous page of the same {}",
+                self.pages
+            ))
+            .with_details(json!({ "field": "cursor" }))
     }
 }
 

@@ -1,6 +1,6 @@
 //! Catalog and trace on the real sled store.
 
-use super::catalog::{Catalog, Record};
+use super::catalog::{Catalog, Record, Sight};
 use super::trace::{Direction, EdgeClass, Trace};
 use super::{filters_digest, title};
 use crate::RememberRequest;
@@ -61,7 +61,7 @@ fn catalog_pages_cover_everything_once_with_exact_totals() {
                     cursor: cursor.clone(),
                     ..Default::default()
                 },
-                &everywhere,
+                &Sight::ALL,
             )
             .unwrap();
         assert_eq!(page.totals.memories, 8);
@@ -83,7 +83,7 @@ fn catalog_pages_cover_everything_once_with_exact_totals() {
                 type_name: Some("decision".into()),
                 ..Default::default()
             },
-            &everywhere,
+            &Sight::ALL,
         )
         .unwrap();
     assert_eq!(decisions.totals.items, 1);
@@ -101,7 +101,7 @@ fn a_catalog_cursor_goes_stale_when_the_workspace_changes() {
         limit: Some(1),
         ..Default::default()
     };
-    let first = svc.catalog(&req, &everywhere).unwrap();
+    let first = svc.catalog(&req, &Sight::ALL).unwrap();
     remember(&svc, "a new fact", "/a", "fact");
     let e = svc
         .catalog(
@@ -109,7 +109,7 @@ fn a_catalog_cursor_goes_stale_when_the_workspace_changes() {
                 cursor: first.next_cursor,
                 ..req
             },
-            &everywhere,
+            &Sight::ALL,
         )
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::CursorStale);
@@ -123,7 +123,12 @@ fn the_catalog_hides_what_lies_outside_the_callers_paths() {
     remember(&svc, "secret", "/private", "fact");
     let team = VPath::parse("/team").unwrap();
     let page = svc
-        .catalog(&Catalog::default(), &|p| p.is_within(&team))
+        .catalog(
+            &Catalog::default(),
+            &Sight {
+                boundary: std::slice::from_ref(&team),
+            },
+        )
         .unwrap();
     assert_eq!(page.totals.memories, 1);
     assert!(page.folders.iter().all(|g| g.name == "/team"));

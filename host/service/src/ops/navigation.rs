@@ -17,7 +17,12 @@ impl Operation for Catalog {
     /// Out of the caller's paths nothing shows, counts included.
     fn run(self, c: &Caller<'_>) -> MemResult<CatalogPage> {
         c.require(Scope::Read)?;
-        c.svc.catalog(&self, &|p| c.access.sees(p))
+        c.svc.catalog(
+            &self,
+            &crate::navigation::catalog::Sight {
+                boundary: c.access.paths(),
+            },
+        )
     }
 }
 

@@ -1,18 +1,22 @@
 //! `catalog`: bounded pages of what the workspace holds, grouped by folder,
 //! type and subject, with exact totals.
 //!
-//! Exact totals need one pass over the memories and files the filters
-//! admit, on every page; a local workspace holds thousands, not billions,
-//! of records, so the pass is cheaper than keeping counters consistent on
-//! every write path. Items are ordered by path, then id; a cursor is the
-//! position in that order at one revision, so a changed workspace answers
+//! Totals and groups come from the tallies the writes keep
+//! ([`crate::tally`]), and a page reads only the items it shows (and those
+//! its filters skip on the way), so a page costs the same at a million
+//! memories as at a hundred ([`tallied`]). Until a workspace's tallies are
+//! counted, and when writes keep a count from finishing, the catalog is
+//! one pass over every record instead ([`pass`]), with the same answers.
+//! Items are ordered by path, then id; a cursor is the last item's place in
+//! that order at one revision, so a changed workspace answers
 //! `cursor_stale` rather than a page that skips or repeats items.
+
+mod pass;
+mod tallied;
 
 use super::cursor::Kind;
 use super::{filters_digest, title};
-use crate::records::{decode, scan_all};
 use mem_core::model::{FileRecord, Lifecycle, Memory};
-use mem_core::store::Table;
 use mem_core::{MemError, MemResult, VPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -70,7 +74,9 @@ fn cursor_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({ "type": ["string", "null"], "pattern": CURSOR_PATTERN })
 }
 
-const CURSOR_PATTERN: &str = "^c[0-9]{1,20}-[0-9]{1,10}-[0-9a-f]{8}$";
+/// A position is the hex of a path (at most 1024 characters, 4 bytes
+/// each) and an id.
+const CURSOR_PATTERN: &str = "^c[0-9]{1,20}-[0-9a-f]{2,8400}-[0-9a-f]{8}$";
 
 /// One page of the catalog.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -208,11 +214,45 @@ pub(crate) fn out_of_range(field: &str, min: usize, max: usize) -> MemError {
         .with_details(json!({ "field": field, "minimum": min, "maximum": max }))
 }
 
-/// Catalog cursors: `c{revision}-{position}-{digest}`.
+/// Catalog cursors: `c{revision}-{position}-{digest}`, the position the
+/// hex of the last item's `{path}\0{id}` (the page resumes after it).
 const CURSOR: Kind = Kind {
     tag: 'c',
     pages: "catalog request",
 };
+
+/// Where a page resumes: after the item `(path, id)`.
+type After = Option<(String, String)>;
+
+fn encode_position(path: &str, id: &str) -> String {
+    hex::encode(format!("{path}\0{id}"))
+}
+
+fn decode_position(c: &str, position: &str) -> MemResult<(String, String)> {
+    let bad = || CURSOR.bad(c);
+    let bytes = hex::decode(position).map_err(|_| bad())?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let (path, id) = text.split_once('\0').ok_or_else(bad)?;
+    Ok((path.to_string(), id.to_string()))
+}
+
+/// What a caller may see: the paths it is confined to (empty: the whole
+/// workspace). A file in a folder the caller does not see may still be
+/// seen when the boundary names the file itself.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sight<'a> {
+    pub boundary: &'a [VPath],
+}
+
+impl Sight<'_> {
+    /// Everything (the owner).
+    #[cfg(test)]
+    pub(crate) const ALL: Sight<'static> = Sight { boundary: &[] };
+
+    pub(crate) fn sees(&self, path: &VPath) -> bool {
+        self.boundary.is_empty() || self.boundary.iter().any(|b| path.is_within(b))
+    }
+}
 
 #[derive(Default)]
 struct Counts {
@@ -220,11 +260,40 @@ struct Counts {
     files: u64,
 }
 
-fn bump(map: &mut BTreeMap<String, Counts>, key: &str, record: Record) {
+/// Totals and groups of everything a request admits.
+#[derive(Default)]
+struct Groups {
+    totals: CatalogTotals,
+    folders: BTreeMap<String, Counts>,
+    types: BTreeMap<String, Counts>,
+    subjects: BTreeMap<String, Counts>,
+}
+
+fn bump(map: &mut BTreeMap<String, Counts>, key: &str, record: Record, n: u64) {
     let c = map.entry(key.to_string()).or_default();
     match record {
-        Record::Memory => c.memories += 1,
-        Record::File => c.files += 1,
+        Record::Memory => c.memories += n,
+        Record::File => c.files += n,
+    }
+}
+
+impl Groups {
+    fn memories(&mut self, folder: &str, kind: &str, n: u64, bytes: u64) {
+        self.totals.memories += n;
+        self.totals.bytes += bytes;
+        bump(&mut self.folders, folder, Record::Memory, n);
+        bump(&mut self.types, kind, Record::Memory, n);
+    }
+
+    fn subject(&mut self, subject: &str, n: u64) {
+        bump(&mut self.subjects, subject, Record::Memory, n);
+    }
+
+    fn files(&mut self, folder: &str, mime: &str, n: u64, bytes: u64) {
+        self.totals.files += n;
+        self.totals.bytes += bytes;
+        bump(&mut self.folders, folder, Record::File, n);
+        bump(&mut self.types, mime, Record::File, n);
     }
 }
 
@@ -248,125 +317,165 @@ fn groups(map: BTreeMap<String, Counts>, role: impl Fn(&str) -> Option<String>) 
     v
 }
 
-/// The subject a memory names (the attribute read-gate symbols use).
-fn subject_of(m: &Memory) -> Option<String> {
-    ["subject", "name"]
-        .iter()
-        .find_map(|k| m.attributes.get(*k))
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+/// A page's items, filled up to its item and byte budgets.
+struct PageItems {
+    limit: usize,
+    max_bytes: usize,
+    used: usize,
+    items: Vec<CatalogItem>,
+}
+
+impl PageItems {
+    fn new(f: &Filters) -> Self {
+        PageItems {
+            limit: f.limit,
+            max_bytes: f.max_bytes,
+            used: 0,
+            items: Vec::new(),
+        }
+    }
+
+    /// Takes `item` unless the page is full (false: it starts the next).
+    fn offer(&mut self, item: CatalogItem) -> bool {
+        let size = serde_json::to_vec(&item).map_or(0, |b| b.len());
+        if self.items.len() == self.limit
+            || (!self.items.is_empty() && self.used + size > self.max_bytes)
+        {
+            return false;
+        }
+        self.used += size;
+        self.items.push(item);
+        true
+    }
+
+    /// Where the next page resumes: after the last item taken.
+    fn last(&self) -> After {
+        self.items.last().map(|i| (i.path.clone(), i.id.clone()))
+    }
+}
+
+impl CatalogItem {
+    fn memory(m: Memory, role: Option<String>) -> Self {
+        CatalogItem {
+            citation: format!("mem://memory/{}", m.id),
+            role,
+            status: m.lifecycle.as_str().to_string(),
+            subject: crate::tally::subject_of(&m),
+            title: title(m.content.as_deref().unwrap_or(""), TITLE_CHARS),
+            bytes: m.content.as_ref().map_or(0, |c| c.len() as u64),
+            path: m.path.as_str().to_string(),
+            type_name: m.kind,
+            id: m.id,
+            record: Record::Memory,
+        }
+    }
+
+    fn file(file: FileRecord) -> Self {
+        CatalogItem {
+            citation: format!("mem://file/{}", file.id),
+            type_name: file.mime,
+            role: None,
+            status: file.index_status.as_str().to_string(),
+            subject: None,
+            title: file.name,
+            bytes: file.size,
+            path: file.path.as_str().to_string(),
+            id: file.id,
+            record: Record::File,
+        }
+    }
+}
+
+impl Filters {
+    /// A memory of this folder, kind and lifecycle is admitted.
+    fn admits_memory(
+        &self,
+        sight: &Sight<'_>,
+        folder: &VPath,
+        kind: &str,
+        lifecycle: &str,
+    ) -> bool {
+        folder.is_within(&self.path)
+            && self
+                .lifecycles
+                .as_ref()
+                .is_none_or(|l| l.iter().any(|x| x.as_str() == lifecycle))
+            && self.kinds.iter().all(|k| k == kind)
+            && sight.sees(folder)
+    }
+
+    fn admits_file(&self, sight: &Sight<'_>, path: &VPath) -> bool {
+        self.files && path.is_within(&self.path) && sight.sees(path)
+    }
+}
+
+/// Totals, groups and one page of items, however they were found.
+struct Found {
+    groups: Groups,
+    items: Vec<CatalogItem>,
+    /// Where the next page resumes; `None`: this is the last page.
+    next: After,
 }
 
 impl crate::Service {
-    /// One page of the catalog as seen by a caller confined to `sees`.
-    pub(crate) fn catalog(
+    /// One page of the catalog as seen by a caller with `sight`.
+    pub(crate) fn catalog(&self, req: &Catalog, sight: &Sight<'_>) -> MemResult<CatalogPage> {
+        let tallied = self.ensure_tallies()?;
+        self.catalog_with(req, sight, tallied)
+    }
+
+    /// [`Self::catalog`] from the tallies, or from one pass over every
+    /// record (which the tests hold the tallies to).
+    pub(crate) fn catalog_with(
         &self,
         req: &Catalog,
-        sees: &dyn Fn(&VPath) -> bool,
+        sight: &Sight<'_>,
+        tallied: bool,
     ) -> MemResult<CatalogPage> {
         let f = req.filters()?;
-        // Read the revision first: a write during the pass makes the next
+        // Read the revision first: a write during the reads makes the next
         // cursor stale rather than silently consistent.
         let revision = self.revision()?;
-        let start = CURSOR.decode(req.cursor.as_deref(), revision, &f.digest)?;
+        let after = match req.cursor.as_deref() {
+            None => None,
+            Some(c) => Some(decode_position(
+                c,
+                CURSOR.decode_raw(c, revision, &f.digest)?,
+            )?),
+        };
+        let found = if tallied {
+            self.catalog_by_tallies(&f, sight, after)?
+        } else {
+            self.catalog_by_pass(&f, sight, after)?
+        };
         let config = self.config();
         let role_of = |k: &str| config.types.registry.role_of(k).map(str::to_string);
-        let admits = |p: &VPath| p.is_within(&f.path) && sees(p);
-
-        let mut items: Vec<CatalogItem> = Vec::new();
-        let mut folders: BTreeMap<String, Counts> = BTreeMap::new();
-        let mut types: BTreeMap<String, Counts> = BTreeMap::new();
-        let mut subjects: BTreeMap<String, Counts> = BTreeMap::new();
-        let mut totals = CatalogTotals::default();
-        for (key, raw) in scan_all(self.store(), Table::Memories, "")? {
-            let m: Memory = decode(Table::Memories, &key, &raw)?;
-            if !admits(&m.path)
-                || f.lifecycles
-                    .as_ref()
-                    .is_some_and(|l| !l.contains(&m.lifecycle))
-                || (!f.kinds.is_empty() && f.kinds.iter().any(|k| *k != m.kind))
-            {
-                continue;
-            }
-            let bytes = m.content.as_ref().map_or(0, |c| c.len() as u64);
-            let subject = subject_of(&m);
-            totals.memories += 1;
-            totals.bytes += bytes;
-            bump(&mut folders, m.path.as_str(), Record::Memory);
-            bump(&mut types, &m.kind, Record::Memory);
-            if let Some(s) = &subject {
-                bump(&mut subjects, s, Record::Memory);
-            }
-            items.push(CatalogItem {
-                citation: format!("mem://memory/{}", m.id),
-                role: role_of(&m.kind),
-                type_name: m.kind,
-                status: m.lifecycle.as_str().to_string(),
-                subject,
-                title: title(m.content.as_deref().unwrap_or(""), TITLE_CHARS),
-                bytes,
-                path: m.path.as_str().to_string(),
-                id: m.id,
-                record: Record::Memory,
-            });
-        }
-        if f.files {
-            for (key, raw) in scan_all(self.store(), Table::Files, "")? {
-                let file: FileRecord = decode(Table::Files, &key, &raw)?;
-                if !admits(&file.path) {
-                    continue;
-                }
-                totals.files += 1;
-                totals.bytes += file.size;
-                let folder = file.path.parent().unwrap_or_else(VPath::root);
-                bump(&mut folders, folder.as_str(), Record::File);
-                bump(&mut types, &file.mime, Record::File);
-                items.push(CatalogItem {
-                    citation: format!("mem://file/{}", file.id),
-                    type_name: file.mime,
-                    role: None,
-                    status: file.index_status.as_str().to_string(),
-                    subject: None,
-                    title: file.name,
-                    bytes: file.size,
-                    path: file.path.as_str().to_string(),
-                    id: file.id,
-                    record: Record::File,
-                });
-            }
-        }
+        let g = found.groups;
+        let mut totals = g.totals;
         totals.items = totals.memories + totals.files;
-        items.sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.id.cmp(&b.id)));
-
-        let mut page = Vec::new();
-        let mut used = 0usize;
-        let mut next = start;
-        for item in items.iter().skip(start) {
-            let size = serde_json::to_vec(item).map_or(0, |b| b.len());
-            if page.len() == f.limit || (!page.is_empty() && used + size > f.max_bytes) {
-                break;
-            }
-            used += size;
-            page.push(item.clone());
-            next += 1;
-        }
-        let truncated = next < items.len();
         let (folders_total, types_total, subjects_total) =
-            (folders.len(), types.len(), subjects.len());
+            (g.folders.len(), g.types.len(), g.subjects.len());
+        let admits = |p: &VPath| p.is_within(&f.path) && sight.sees(p);
         Ok(CatalogPage {
             revision,
             path: f.path.as_str().to_string(),
             totals,
-            folders: groups(folders, |_| None),
+            folders: groups(g.folders, |_| None),
             folders_total,
-            types: groups(types, |t| role_of(t)),
+            types: groups(g.types, |t| role_of(t)),
             types_total,
-            subjects: groups(subjects, |_| None),
+            subjects: groups(g.subjects, |_| None),
             subjects_total,
-            items: page,
-            consolidation: self.consolidation(&admits)?,
-            truncated,
-            next_cursor: truncated.then(|| CURSOR.encode(revision, next, &f.digest)),
+            items: found.items,
+            consolidation: if tallied {
+                self.consolidation(&admits)?
+            } else {
+                self.consolidation_by_pass(&admits)?
+            },
+            truncated: found.next.is_some(),
+            next_cursor: found
+                .next
+                .map(|(path, id)| CURSOR.encode(revision, encode_position(&path, &id), &f.digest)),
         })
     }
 }
@@ -378,8 +487,27 @@ mod tests {
     #[test]
     fn the_cursor_pattern_matches_what_pages_issue() {
         let re = regex::Regex::new(CURSOR_PATTERN).unwrap();
-        assert!(re.is_match(&CURSOR.encode(u64::MAX, 3, &filters_digest(&["/"]))));
+        let longest = format!("/{}", "\u{10FFFF}".repeat(1023));
+        let position = encode_position(&longest, "mem_01JZZZZZZZZZZZZZZZZZZZZZZZ");
+        assert!(re.is_match(&CURSOR.encode(u64::MAX, &position, &filters_digest(&["/"]))));
         assert!(!re.is_match("c1-2-XYZ"));
+    }
+
+    #[test]
+    fn positions_round_trip_and_refuse_what_no_page_issued() {
+        let c = "c1-00-00000000";
+        let p = encode_position("/a b/ü", "mem_1");
+        assert_eq!(
+            decode_position(c, &p).unwrap(),
+            ("/a b/ü".to_string(), "mem_1".to_string())
+        );
+        for bad in ["0", "zz", "2f61", "ff00", ""] {
+            assert_eq!(
+                decode_position(c, bad).unwrap_err().code,
+                mem_core::ErrorCode::Unprocessable,
+                "{bad}"
+            );
+        }
     }
 
     #[test]
