@@ -63,6 +63,11 @@ impl Service {
         if let Err(e) = self.requeue_pending() {
             warn("cannot queue pending files", &e);
         }
+        // A workspace from before the tallies is counted as the server
+        // starts, not in the first catalog page someone waits for.
+        if let Err(e) = self.ensure_tallies() {
+            warn("cannot count the catalog's tallies", &e);
+        }
         let mut go_on = false;
         while !stop.load(Ordering::Relaxed) {
             let idle = {
@@ -106,8 +111,8 @@ impl Service {
         if let Err(e) = self.drain_processing() {
             warn("background processing failed", &e);
         }
-        // Once per workspace (from before tallies, or after an import):
-        // here rather than in the first catalog page someone waits for.
+        // Counted again after an import (see `tally::invalidate`), or when
+        // writes kept the worker's first count from finishing.
         if let Err(e) = self.ensure_tallies() {
             warn("cannot count the catalog's tallies", &e);
         }
