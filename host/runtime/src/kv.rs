@@ -132,6 +132,10 @@ impl CallState {
                 .store
                 .get(Table::PluginKv, &full_key)
                 .map_err(internal)?;
+            if value.is_none() && old.is_none() {
+                // Nothing to delete: no write, the usage unchanged.
+                return Ok(());
+            }
             let others = usage.bytes.saturating_sub(footprint(key, old.as_deref()));
             let needed = footprint(key, value.as_deref());
             if value.is_some() && others + needed > quota {

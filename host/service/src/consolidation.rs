@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use mem_core::model::Lifecycle;
 use mem_core::store::Table;
 use mem_core::time::Timestamp;
 use mem_core::{MemResult, VPath};
@@ -22,7 +23,7 @@ use crate::records::scan_each;
 use crate::tally::{self, Last};
 
 /// Forgotten memories leave the path index, and these counts.
-const FORGOTTEN: &str = "forgotten";
+const FORGOTTEN: &str = Lifecycle::Forgotten.as_str();
 
 /// One scope's consolidation state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -78,7 +79,7 @@ impl crate::Service {
         &self,
         admits: &dyn Fn(&VPath) -> bool,
     ) -> MemResult<Vec<ConsolidationScope>> {
-        if !self.ensure_tallies()? {
+        if !self.tallies_for_read()? {
             return self.consolidation_by_pass(admits);
         }
         let store = self.store();

@@ -6,7 +6,7 @@
 
 use crate::Service;
 use crate::records::{decode, encode, load, push_event, scan_all, transact};
-use mem_core::model::{ContentTime, FileAnnotations, FileRecord, IndexStatus};
+use mem_core::model::{ContentTime, FileAnnotations, FileRecord, IndexStatus, Lifecycle};
 use mem_core::plugin::{FileInput, ProcessedFile};
 use mem_core::store::{Batch, Durability, Table};
 use mem_core::time::now;
@@ -356,13 +356,15 @@ impl Service {
                 .entry(f.index_status.as_str().to_string())
                 .or_default() += 1;
         }
-        let memories = if self.ensure_tallies()? {
+        let memories = if self.tallies_for_read()? {
             // Every memory of the workspace; a confined caller's, without
             // the forgotten (as the path index counts them). Counting the
             // table walked all of it: most of `status` at 100k memories.
             crate::tally::memories(self.store(), &VPath::root())?
                 .into_iter()
-                .filter(|t| whole || (t.lifecycle != "forgotten" && sees(&t.folder)))
+                .filter(|t| {
+                    whole || (t.lifecycle != Lifecycle::Forgotten.as_str() && sees(&t.folder))
+                })
                 .map(|t| t.count.n.max(0) as u64)
                 .sum()
         } else if whole {

@@ -104,16 +104,19 @@ impl Service {
         self.settle_with(true);
     }
 
-    /// [`Self::settle`]; `save_index`: also save the index's deferred
-    /// state now (else the store's only). True when it computed a step of
+    /// [`Self::settle`]; `save_index` (no writes are waiting): also save
+    /// the index's deferred state now (else the store's only) and count
+    /// the tallies if they need it. True when it computed a step of
     /// relations and more are pending.
     pub(crate) fn settle_with(&self, save_index: bool) -> bool {
         if let Err(e) = self.drain_processing() {
             warn("background processing failed", &e);
         }
         // Counted again after an import (see `tally::invalidate`), or when
-        // writes kept the worker's first count from finishing.
-        if let Err(e) = self.ensure_tallies() {
+        // writes kept the worker's first count from finishing: on a round
+        // with no writes waiting (a count that writes keep invalidating is
+        // a whole pass over the records for nothing).
+        if save_index && let Err(e) = self.ensure_tallies() {
             warn("cannot count the catalog's tallies", &e);
         }
         self.catch_up_index();

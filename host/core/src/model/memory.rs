@@ -37,7 +37,7 @@ impl Lifecycle {
         Self::Forgotten,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Self::Active => "active",
             Self::Archived => "archived",

@@ -1,9 +1,10 @@
 //! Catalog and trace on the real sled store.
 
-use super::catalog::{Catalog, Record, Sight};
+use super::catalog::{Catalog, Record};
 use super::trace::{Direction, EdgeClass, Trace};
 use super::{filters_digest, title};
 use crate::RememberRequest;
+use crate::access::Access;
 use crate::records::{decode, encode};
 use crate::tests::service;
 use mem_core::model::{Memory, Relation};
@@ -61,7 +62,7 @@ fn catalog_pages_cover_everything_once_with_exact_totals() {
                     cursor: cursor.clone(),
                     ..Default::default()
                 },
-                &Sight::ALL,
+                &Access::owner(),
             )
             .unwrap();
         assert_eq!(page.totals.memories, 8);
@@ -83,7 +84,7 @@ fn catalog_pages_cover_everything_once_with_exact_totals() {
                 type_name: Some("decision".into()),
                 ..Default::default()
             },
-            &Sight::ALL,
+            &Access::owner(),
         )
         .unwrap();
     assert_eq!(decisions.totals.items, 1);
@@ -101,7 +102,7 @@ fn a_catalog_cursor_goes_stale_when_the_workspace_changes() {
         limit: Some(1),
         ..Default::default()
     };
-    let first = svc.catalog(&req, &Sight::ALL).unwrap();
+    let first = svc.catalog(&req, &Access::owner()).unwrap();
     remember(&svc, "a new fact", "/a", "fact");
     let e = svc
         .catalog(
@@ -109,7 +110,7 @@ fn a_catalog_cursor_goes_stale_when_the_workspace_changes() {
                 cursor: first.next_cursor,
                 ..req
             },
-            &Sight::ALL,
+            &Access::owner(),
         )
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::CursorStale);
@@ -125,9 +126,7 @@ fn the_catalog_hides_what_lies_outside_the_callers_paths() {
     let page = svc
         .catalog(
             &Catalog::default(),
-            &Sight {
-                boundary: std::slice::from_ref(&team),
-            },
+            &crate::tally::tests::confined(std::slice::from_ref(&team)),
         )
         .unwrap();
     assert_eq!(page.totals.memories, 1);

@@ -17,12 +17,7 @@ impl Operation for Catalog {
     /// Out of the caller's paths nothing shows, counts included.
     fn run(self, c: &Caller<'_>) -> MemResult<CatalogPage> {
         c.require(Scope::Read)?;
-        c.svc.catalog(
-            &self,
-            &crate::navigation::catalog::Sight {
-                boundary: c.access.paths(),
-            },
-        )
+        c.svc.catalog(&self, c.access)
     }
 }
 

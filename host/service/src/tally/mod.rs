@@ -28,7 +28,7 @@ mod read;
 mod recount;
 mod stage;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub(crate) use read::{consolidations, count_after, files, memories, subjects, walk};
 pub(crate) use recount::invalidate;

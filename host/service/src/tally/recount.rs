@@ -4,11 +4,11 @@
 use super::{CONSOLIDATED, Facts, PENDING, PREFIX, READY, VERSION};
 use crate::records::{encode, scan_each};
 use mem_core::MemResult;
-use mem_core::store::{Batch, Durability, StoreError, Table};
+use mem_core::store::{Batch, Durability, Store, StoreError, Table};
 use std::collections::BTreeSet;
 
-/// Counts given up on while writes keep changing the workspace; the reads
-/// that need tallies then count the slow way, and the next call tries again.
+/// Counts given up on while writes keep changing the workspace (see
+/// [`crate::Service::ensure_tallies`]).
 const ATTEMPTS: usize = 3;
 /// Catalog-order keys written per batch ahead of the final one.
 const CHUNK: usize = 5_000;
@@ -16,23 +16,29 @@ const CHUNK: usize = 5_000;
 impl crate::Service {
     /// True when the tallies are there to read, counting them first when
     /// they are not; false when writes kept changing the workspace during
-    /// every attempt to count.
+    /// every attempt to count (then the reads that need them answer the
+    /// slow way and the worker counts again when writes pause).
     pub fn ensure_tallies(&self) -> MemResult<bool> {
+        self.count_tallies(ATTEMPTS)
+    }
+
+    /// [`Self::ensure_tallies`] for a read, which has the slow way to
+    /// answer: one attempt, so writes arriving during a count cost a read
+    /// one pass over the records more, not three.
+    pub(crate) fn tallies_for_read(&self) -> MemResult<bool> {
+        self.count_tallies(1)
+    }
+
+    fn count_tallies(&self, attempts: usize) -> MemResult<bool> {
         let store = self.store();
-        for _ in 0..ATTEMPTS {
+        for _ in 0..attempts {
             let ready = store.get(Table::Meta, READY)?;
             if ready.as_deref() == Some(VERSION) {
                 return Ok(true);
             }
             // Read before the records: a write after this bumps it.
             let pending = store.get(Table::Meta, PENDING)?;
-            let mut facts = Facts::default();
-            for table in [Table::Memories, Table::Files, Table::Proposals] {
-                scan_each(store, table, "", |key, raw| {
-                    facts.record(table, key, raw, 1);
-                    Ok(())
-                })?;
-            }
+            let (order, totals) = counted(store)?.into_records()?;
             // Damaged records are left out: `lint` names them, and its
             // repair has them counted again.
             let mut stale: BTreeSet<String> = BTreeSet::new();
@@ -46,11 +52,9 @@ impl crate::Service {
             // chunks. Nothing reads them before `ready`, and a count that
             // starts over writes them again.
             let mut chunk = Batch::new();
-            for (key, value) in facts.order {
+            for (key, value) in order {
                 stale.remove(&key);
-                if let Some(v) = value {
-                    chunk.put(Table::Meta, key, v);
-                }
+                chunk.put(Table::Meta, key, value);
                 if chunk.ops.len() == CHUNK {
                     store.commit(std::mem::take(&mut chunk), Durability::Deferred)?;
                 }
@@ -61,16 +65,9 @@ impl crate::Service {
             let mut last = Batch::new();
             last.expect(Table::Meta, READY, ready);
             last.expect(Table::Meta, PENDING, pending.clone());
-            for (key, count) in facts.counts {
-                if count.n > 0 {
-                    stale.remove(&key);
-                    last.put(Table::Meta, key, count.encode());
-                }
-            }
-            for (scope, l) in facts.consolidated {
-                let key = format!("{CONSOLIDATED}{scope}");
+            for (key, value) in totals {
                 stale.remove(&key);
-                last.put(Table::Meta, key, encode(&l)?);
+                last.put(Table::Meta, key, value);
             }
             for key in stale {
                 last.delete(Table::Meta, key);
@@ -95,36 +92,48 @@ pub(crate) fn invalidate(batch: &mut Batch) {
     batch.delete(Table::Meta, READY);
 }
 
-#[cfg(test)]
-pub(crate) fn counted_fresh(store: &dyn mem_core::store::Store) -> Vec<(String, Vec<u8>)> {
+/// What every record adds to the tallies (damaged ones left out).
+fn counted(store: &dyn Store) -> MemResult<Facts> {
     let mut facts = Facts::default();
     for table in [Table::Memories, Table::Files, Table::Proposals] {
         scan_each(store, table, "", |key, raw| {
             facts.record(table, key, raw, 1);
             Ok(())
-        })
-        .unwrap();
+        })?;
     }
-    let mut out: Vec<(String, Vec<u8>)> = Vec::new();
-    out.extend(
-        facts
+    Ok(facts)
+}
+
+/// Records counted from scratch, as stored: the catalog order, then the
+/// counts and consolidations.
+type Records = Vec<(String, Vec<u8>)>;
+
+impl Facts {
+    fn into_records(self) -> MemResult<(Records, Records)> {
+        let order = self
+            .order
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect();
+        let mut totals: Records = self
             .counts
             .into_iter()
             .filter(|(_, c)| c.n > 0)
-            .map(|(k, c)| (k, c.encode())),
-    );
-    out.extend(
-        facts
-            .order
-            .into_iter()
-            .filter_map(|(k, v)| v.map(|v| (k, v))),
-    );
-    out.extend(
-        facts
-            .consolidated
-            .into_iter()
-            .map(|(s, l)| (format!("{CONSOLIDATED}{s}"), encode(&l).unwrap())),
-    );
+            .map(|(k, c)| (k, c.encode()))
+            .collect();
+        for (scope, last) in self.consolidated {
+            totals.push((format!("{CONSOLIDATED}{scope}"), encode(&last)?));
+        }
+        Ok((order, totals))
+    }
+}
+
+/// Every tally as a count from scratch would store it, sorted (what the
+/// tests hold the kept tallies to).
+#[cfg(test)]
+pub(crate) fn counted_fresh(store: &dyn Store) -> Records {
+    let (mut out, totals) = counted(store).unwrap().into_records().unwrap();
+    out.extend(totals);
     out.sort();
     out
 }

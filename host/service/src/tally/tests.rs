@@ -4,8 +4,9 @@
 
 use super::recount::counted_fresh;
 use super::{PENDING, PREFIX, READY};
+use crate::access::{Access, Scope};
 use crate::gate::ProposalOp;
-use crate::navigation::catalog::{Catalog, CatalogPage, Sight};
+use crate::navigation::catalog::{Catalog, CatalogPage};
 use crate::records::transact;
 use crate::tests::service;
 use crate::{Actor, ProposalRequest, RememberRequest, Service, TestPut};
@@ -42,6 +43,12 @@ fn put(svc: &Service, path: &str, bytes: &[u8], replace: bool) {
     .unwrap();
 }
 
+/// A token's access, confined to `paths` (none: the whole workspace).
+pub(crate) fn confined(paths: &[VPath]) -> Access {
+    let paths = paths.iter().map(|p| p.as_str().to_string()).collect();
+    Access::token("t".into(), "t".into(), vec![Scope::Read], paths).unwrap()
+}
+
 /// The tallies as stored (without the ready and pending marks).
 fn stored(svc: &Service) -> Vec<(String, Vec<u8>)> {
     let mut out = crate::records::scan_all(svc.store(), Table::Meta, PREFIX).unwrap();
@@ -64,10 +71,10 @@ fn version(svc: &Service, id: &str) -> u64 {
 fn all_pages(
     svc: &Service,
     req: &Catalog,
-    sight: &Sight<'_>,
+    access: &Access,
     tallied: bool,
 ) -> (CatalogPage, Vec<String>) {
-    let first = svc.catalog_with(req, sight, tallied).unwrap();
+    let first = svc.catalog_with(req, access, tallied).unwrap();
     let mut ids: Vec<String> = first.items.iter().map(|i| i.id.clone()).collect();
     let mut next = first.next_cursor.clone();
     while let Some(c) = next {
@@ -75,7 +82,7 @@ fn all_pages(
             cursor: Some(c),
             ..req.clone()
         };
-        let page = svc.catalog_with(&req, sight, tallied).unwrap();
+        let page = svc.catalog_with(&req, access, tallied).unwrap();
         ids.extend(page.items.iter().map(|i| i.id.clone()));
         next = page.next_cursor;
     }
@@ -196,10 +203,10 @@ fn the_catalog_answers_from_the_tallies_as_the_pass_over_every_record_does() {
         },
     ];
     for boundary in boundaries {
-        let sight = Sight { boundary };
+        let access = confined(boundary);
         for req in &requests {
-            let (tallied, tallied_ids) = all_pages(&svc, req, &sight, true);
-            let (passed, passed_ids) = all_pages(&svc, req, &sight, false);
+            let (tallied, tallied_ids) = all_pages(&svc, req, &access, true);
+            let (passed, passed_ids) = all_pages(&svc, req, &access, false);
             assert_eq!(tallied_ids, passed_ids, "{req:?} {boundary:?}");
             assert_eq!(tallied.totals, passed.totals, "{req:?} {boundary:?}");
             assert_eq!(tallied.folders, passed.folders, "{req:?} {boundary:?}");
@@ -220,12 +227,7 @@ fn the_catalog_answers_from_the_tallies_as_the_pass_over_every_record_does() {
     }
     // The boundary names a file in a folder it does not see: that file only.
     let page = svc
-        .catalog(
-            &Catalog::default(),
-            &Sight {
-                boundary: std::slice::from_ref(&file),
-            },
-        )
+        .catalog(&Catalog::default(), &confined(std::slice::from_ref(&file)))
         .unwrap();
     assert_eq!((page.totals.files, page.totals.memories), (1, 0));
     assert_eq!(page.items[0].path, "/top.md");
@@ -287,6 +289,6 @@ fn a_damaged_record_has_the_tallies_counted_again_without_it() {
     assert!(svc.store().get(Table::Meta, READY).unwrap().is_none());
     assert!(svc.ensure_tallies().unwrap());
     assert_counted(&svc);
-    let page = svc.catalog(&Catalog::default(), &Sight::ALL).unwrap();
+    let page = svc.catalog(&Catalog::default(), &Access::owner()).unwrap();
     assert_eq!(page.totals.memories, 1);
 }

@@ -16,6 +16,7 @@ mod tallied;
 
 use super::cursor::Kind;
 use super::{filters_digest, title};
+use crate::access::Access;
 use mem_core::model::{FileRecord, Lifecycle, Memory};
 use mem_core::{MemError, MemResult, VPath};
 use schemars::JsonSchema;
@@ -236,24 +237,6 @@ fn decode_position(c: &str, position: &str) -> MemResult<(String, String)> {
     Ok((path.to_string(), id.to_string()))
 }
 
-/// What a caller may see: the paths it is confined to (empty: the whole
-/// workspace). A file in a folder the caller does not see may still be
-/// seen when the boundary names the file itself.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Sight<'a> {
-    pub boundary: &'a [VPath],
-}
-
-impl Sight<'_> {
-    /// Everything (the owner).
-    #[cfg(test)]
-    pub(crate) const ALL: Sight<'static> = Sight { boundary: &[] };
-
-    pub(crate) fn sees(&self, path: &VPath) -> bool {
-        self.boundary.is_empty() || self.boundary.iter().any(|b| path.is_within(b))
-    }
-}
-
 #[derive(Default)]
 struct Counts {
     memories: u64,
@@ -388,24 +371,18 @@ impl CatalogItem {
 
 impl Filters {
     /// A memory of this folder, kind and lifecycle is admitted.
-    fn admits_memory(
-        &self,
-        sight: &Sight<'_>,
-        folder: &VPath,
-        kind: &str,
-        lifecycle: &str,
-    ) -> bool {
+    fn admits_memory(&self, access: &Access, folder: &VPath, kind: &str, lifecycle: &str) -> bool {
         folder.is_within(&self.path)
             && self
                 .lifecycles
                 .as_ref()
                 .is_none_or(|l| l.iter().any(|x| x.as_str() == lifecycle))
             && self.kinds.iter().all(|k| k == kind)
-            && sight.sees(folder)
+            && access.sees(folder)
     }
 
-    fn admits_file(&self, sight: &Sight<'_>, path: &VPath) -> bool {
-        self.files && path.is_within(&self.path) && sight.sees(path)
+    fn admits_file(&self, access: &Access, path: &VPath) -> bool {
+        self.files && path.is_within(&self.path) && access.sees(path)
     }
 }
 
@@ -418,10 +395,10 @@ struct Found {
 }
 
 impl crate::Service {
-    /// One page of the catalog as seen by a caller with `sight`.
-    pub(crate) fn catalog(&self, req: &Catalog, sight: &Sight<'_>) -> MemResult<CatalogPage> {
-        let tallied = self.ensure_tallies()?;
-        self.catalog_with(req, sight, tallied)
+    /// One page of the catalog as seen by a caller with `access`.
+    pub(crate) fn catalog(&self, req: &Catalog, access: &Access) -> MemResult<CatalogPage> {
+        let tallied = self.tallies_for_read()?;
+        self.catalog_with(req, access, tallied)
     }
 
     /// [`Self::catalog`] from the tallies, or from one pass over every
@@ -429,7 +406,7 @@ impl crate::Service {
     pub(crate) fn catalog_with(
         &self,
         req: &Catalog,
-        sight: &Sight<'_>,
+        access: &Access,
         tallied: bool,
     ) -> MemResult<CatalogPage> {
         let f = req.filters()?;
@@ -444,9 +421,9 @@ impl crate::Service {
             )?),
         };
         let found = if tallied {
-            self.catalog_by_tallies(&f, sight, after)?
+            self.catalog_by_tallies(&f, access, after)?
         } else {
-            self.catalog_by_pass(&f, sight, after)?
+            self.catalog_by_pass(&f, access, after)?
         };
         let config = self.config();
         let role_of = |k: &str| config.types.registry.role_of(k).map(str::to_string);
@@ -455,7 +432,7 @@ impl crate::Service {
         totals.items = totals.memories + totals.files;
         let (folders_total, types_total, subjects_total) =
             (g.folders.len(), g.types.len(), g.subjects.len());
-        let admits = |p: &VPath| p.is_within(&f.path) && sight.sees(p);
+        let admits = |p: &VPath| p.is_within(&f.path) && access.sees(p);
         Ok(CatalogPage {
             revision,
             path: f.path.as_str().to_string(),

@@ -1,7 +1,8 @@
 //! The catalog as one pass over every memory and file: what a workspace
 //! answers until its tallies are counted.
 
-use super::{After, CatalogItem, Filters, Found, Groups, PageItems, Sight};
+use super::{After, CatalogItem, Filters, Found, Groups, PageItems};
+use crate::access::Access;
 use crate::records::{decode, scan_each};
 use mem_core::MemResult;
 use mem_core::VPath;
@@ -12,7 +13,7 @@ impl crate::Service {
     pub(super) fn catalog_by_pass(
         &self,
         f: &Filters,
-        sight: &Sight<'_>,
+        access: &Access,
         after: After,
     ) -> MemResult<Found> {
         let config = self.config();
@@ -21,7 +22,7 @@ impl crate::Service {
         let mut items: Vec<CatalogItem> = Vec::new();
         scan_each(self.store(), Table::Memories, "", |key, raw| {
             let m: Memory = decode(Table::Memories, key, raw)?;
-            if !f.admits_memory(sight, &m.path, &m.kind, m.lifecycle.as_str()) {
+            if !f.admits_memory(access, &m.path, &m.kind, m.lifecycle.as_str()) {
                 return Ok(());
             }
             let item = CatalogItem::memory(m, None);
@@ -35,7 +36,7 @@ impl crate::Service {
         if f.files {
             scan_each(self.store(), Table::Files, "", |key, raw| {
                 let file: FileRecord = decode(Table::Files, key, raw)?;
-                if !f.admits_file(sight, &file.path) {
+                if !f.admits_file(access, &file.path) {
                     return Ok(());
                 }
                 let folder = file.path.parent().unwrap_or_else(VPath::root);

@@ -2,7 +2,8 @@
 //! writes keep; a page walks the memories in catalog order and the files
 //! in path order from its cursor, reading only the records it shows.
 
-use super::{After, CatalogItem, Filters, Found, Groups, PageItems, Record, Sight};
+use super::{After, CatalogItem, Filters, Found, Groups, PageItems, Record};
+use crate::access::Access;
 use crate::records::{decode, scan_until};
 use crate::tally;
 use mem_core::model::{FileRecord, Memory};
@@ -66,26 +67,26 @@ impl crate::Service {
     pub(super) fn catalog_by_tallies(
         &self,
         f: &Filters,
-        sight: &Sight<'_>,
+        access: &Access,
         after: After,
     ) -> MemResult<Found> {
         let store = self.store();
         let mut groups = Groups::default();
         for t in tally::memories(store, &f.path)? {
-            if t.count.n > 0 && f.admits_memory(sight, &t.folder, &t.kind, &t.lifecycle) {
+            if t.count.n > 0 && f.admits_memory(access, &t.folder, &t.kind, &t.lifecycle) {
                 let bytes = t.count.bytes.max(0) as u64;
                 groups.memories(t.folder.as_str(), &t.kind, t.count.n as u64, bytes);
             }
         }
         for s in tally::subjects(store, &f.path)? {
-            if s.n > 0 && f.admits_memory(sight, &s.folder, &s.kind, &s.lifecycle) {
+            if s.n > 0 && f.admits_memory(access, &s.folder, &s.kind, &s.lifecycle) {
                 groups.subject(&s.subject, s.n as u64);
             }
         }
         if f.files {
-            self.file_groups(f, sight, &mut groups)?;
+            self.file_groups(f, access, &mut groups)?;
         }
-        let (items, next) = self.catalog_items(f, sight, after)?;
+        let (items, next) = self.catalog_items(f, access, after)?;
         Ok(Found {
             groups,
             items,
@@ -96,24 +97,24 @@ impl crate::Service {
     /// Files by folder and type. A folder the request or the caller sees
     /// only part of (the request's path, or a boundary path, names a file
     /// in it) counts those files one by one.
-    fn file_groups(&self, f: &Filters, sight: &Sight<'_>, groups: &mut Groups) -> MemResult<()> {
+    fn file_groups(&self, f: &Filters, access: &Access, groups: &mut Groups) -> MemResult<()> {
         let mut partial: BTreeSet<String> = BTreeSet::new();
         for t in tally::files(self.store(), &f.path)? {
             if t.count.n <= 0 {
                 continue;
             }
-            if t.folder.is_within(&f.path) && sight.sees(&t.folder) {
+            if t.folder.is_within(&f.path) && access.sees(&t.folder) {
                 let bytes = t.count.bytes.max(0) as u64;
                 groups.files(t.folder.as_str(), &t.mime, t.count.n as u64, bytes);
             } else {
                 partial.insert(t.folder.as_str().to_string());
             }
         }
-        let named = sight.boundary.iter().chain(std::iter::once(&f.path));
+        let named = access.paths().iter().chain(std::iter::once(&f.path));
         let mut counted: BTreeSet<&str> = BTreeSet::new();
         for path in named {
             let in_partial = path.parent().is_some_and(|p| partial.contains(p.as_str()));
-            if !in_partial || !counted.insert(path.as_str()) || !f.admits_file(sight, path) {
+            if !in_partial || !counted.insert(path.as_str()) || !f.admits_file(access, path) {
                 continue;
             }
             if let Some(file) = self.catalog_file_at(path)? {
@@ -147,12 +148,12 @@ impl crate::Service {
     fn catalog_items(
         &self,
         f: &Filters,
-        sight: &Sight<'_>,
+        access: &Access,
         after: After,
     ) -> MemResult<(Vec<CatalogItem>, After)> {
-        let memories = self.walk_memories(f, sight, &after)?;
+        let memories = self.walk_memories(f, access, &after)?;
         let files = if f.files {
-            self.walk_files(f, sight, &after)?
+            self.walk_files(f, access, &after)?
         } else {
             Walked::default()
         };
@@ -198,12 +199,12 @@ impl crate::Service {
         Ok((page.items, next))
     }
 
-    fn walk_memories(&self, f: &Filters, sight: &Sight<'_>, after: &After) -> MemResult<Walked> {
+    fn walk_memories(&self, f: &Filters, access: &Access, after: &After) -> MemResult<Walked> {
         let mut w = Walked::default();
         let mut seen = 0;
         tally::walk(self.store(), &f.path, after_pair(after), |e| {
             let admitted = VPath::parse(&e.path)
-                .is_ok_and(|folder| f.admits_memory(sight, &folder, &e.kind, &e.lifecycle));
+                .is_ok_and(|folder| f.admits_memory(access, &folder, &e.kind, &e.lifecycle));
             let at = (e.path.clone(), e.id.clone());
             let c = admitted.then_some(Candidate {
                 path: e.path,
@@ -216,7 +217,7 @@ impl crate::Service {
     }
 
     /// Files at or below the request's path, in path order, after `after`.
-    fn walk_files(&self, f: &Filters, sight: &Sight<'_>, after: &After) -> MemResult<Walked> {
+    fn walk_files(&self, f: &Filters, access: &Access, after: &After) -> MemResult<Walked> {
         let store = self.store();
         let mut w = Walked::default();
         let mut seen = 0;
@@ -234,7 +235,7 @@ impl crate::Service {
             let Ok(vp) = VPath::parse(path) else { continue };
             if let Some(id) = store.get(Table::FilePaths, path)? {
                 let id = String::from_utf8_lossy(&id).into_owned();
-                if past(path, &id) && f.admits_file(sight, &vp) {
+                if past(path, &id) && f.admits_file(access, &vp) {
                     firsts.push(Candidate {
                         path: path.to_string(),
                         id,
@@ -251,7 +252,7 @@ impl crate::Service {
             .filter(|p| p.as_str() > prefix.as_str());
         scan_until(store, Table::FilePaths, &prefix, start, |key, raw| {
             let id = String::from_utf8_lossy(raw).into_owned();
-            let admitted = VPath::parse(key).is_ok_and(|p| f.admits_file(sight, &p));
+            let admitted = VPath::parse(key).is_ok_and(|p| f.admits_file(access, &p));
             let c = (admitted && past(key, &id)).then(|| Candidate {
                 path: key.to_string(),
                 id: id.clone(),
