@@ -29,7 +29,7 @@
 mod common;
 
 use common::{Lcg, corpus_memory, du, env_usize, http_agent, mem, mem_watching_rss, percentile};
-use common::{rss_of, start_server, stop_server, token_secret};
+use common::{cpu_of, rss_of, start_server, stop_server, token_secret};
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
@@ -141,7 +141,7 @@ fn main() {
         .iter()
         .filter(|op| only.is_none_or(|w| op.label.contains(w.as_str())))
     {
-        load_levels(op, &base, &secret, secs, n);
+        load_levels(op, server.id(), &base, &secret, secs, n);
     }
     if only.is_some() {
         stop_server(server);
@@ -478,13 +478,18 @@ fn comparable(mut v: serde_json::Value) -> serde_json::Value {
 
 /// What one client sees of one request.
 enum Outcome {
-    Ok(serde_json::Value),
+    /// 200, with the answer when it was asked for.
+    Ok(Option<serde_json::Value>),
     /// 503 with retry-after: the server shed the request.
     Shed,
     Failed(String),
 }
 
-fn post(agent: &ureq::Agent, url: &str, secret: &str, body: &[u8]) -> Outcome {
+/// Sends one request; parses the answer when `parse` (the load clients
+/// share the server's two cores, so they parse only the answers they
+/// compare: the server's throughput, not the client's JSON parsing, is
+/// measured).
+fn post(agent: &ureq::Agent, url: &str, secret: &str, body: &[u8], parse: bool) -> Outcome {
     let result = agent
         .post(url)
         .header("authorization", format!("Bearer {secret}"))
@@ -497,8 +502,9 @@ fn post(agent: &ureq::Agent, url: &str, secret: &str, body: &[u8]) -> Outcome {
             let retry_after = r.headers().contains_key("retry-after");
             let text = r.body_mut().read_to_string().unwrap_or_default();
             match status {
+                200 if !parse => Outcome::Ok(None),
                 200 => serde_json::from_str(&text)
-                    .map_or_else(|e| Outcome::Failed(e.to_string()), Outcome::Ok),
+                    .map_or_else(|e| Outcome::Failed(e.to_string()), |v| Outcome::Ok(Some(v))),
                 503 if retry_after => Outcome::Shed,
                 _ => Outcome::Failed(format!("{status} {text}")),
             }
@@ -519,7 +525,7 @@ struct Tally {
 /// sends fresh queries (so nothing is answered from a cache of the
 /// previous round), and every [`SAMPLE_EVERY`]th request one of the
 /// sample queries, whose answer must equal the one it got alone.
-fn load_levels(op: &LoadOp, base: &str, secret: &str, secs: u64, n: usize) {
+fn load_levels(op: &LoadOp, server: u32, base: &str, secret: &str, secs: u64, n: usize) {
     let url = format!("{base}{}", op.path);
     let mut rng = Lcg(4242);
     let samples: Vec<Vec<u8>> = (0..SAMPLES)
@@ -532,8 +538,9 @@ fn load_levels(op: &LoadOp, base: &str, secret: &str, secs: u64, n: usize) {
     let expected: Arc<Vec<serde_json::Value>> = Arc::new(
         samples
             .iter()
-            .map(|b| match post(&alone, &url, secret, b) {
-                Outcome::Ok(v) => comparable(v),
+            .map(|b| match post(&alone, &url, secret, b, true) {
+                Outcome::Ok(Some(v)) => comparable(v),
+                Outcome::Ok(None) => unreachable!("a parsed answer"),
                 Outcome::Shed => panic!("{}: a sequential request was shed", op.label),
                 Outcome::Failed(e) => panic!("{}: {e}", op.label),
             })
@@ -572,10 +579,10 @@ fn load_levels(op: &LoadOp, base: &str, secret: &str, secs: u64, n: usize) {
                             }
                         };
                         let started = Instant::now();
-                        match post(&agent, &url, &secret, &body) {
+                        match post(&agent, &url, &secret, &body, sample.is_some()) {
                             Outcome::Ok(v) => {
                                 mine.times.push(started.elapsed());
-                                if let Some(s) = sample {
+                                if let (Some(s), Some(v)) = (sample, v) {
                                     mine.checked += 1;
                                     if comparable(v) != expected[s] {
                                         if mine.differed == 0 {
@@ -607,7 +614,11 @@ fn load_levels(op: &LoadOp, base: &str, secret: &str, secs: u64, n: usize) {
             })
             .collect();
         let started = Instant::now();
+        let cpu_before = cpu_of(server);
         std::thread::sleep(Duration::from_secs(secs));
+        // The server's CPU per request: what the two cores' limit is made
+        // of (the clients on the same machine take their share beside it).
+        let server_cpu = cpu_of(server) - cpu_before;
         stop.store(true, Ordering::Relaxed);
         for t in threads {
             t.join().expect("client thread");
@@ -645,9 +656,11 @@ fn load_levels(op: &LoadOp, base: &str, secret: &str, secs: u64, n: usize) {
             _ => String::new(),
         };
         println!(
-            "  concurrency {concurrency:>2}: {:>6} req in {took:.1} s = {rps:>7.1} req/s, p50 {:>6.1} ms, p99 {p99:>6.1} ms, errors {}, shed {}, same answers {}/{}{target}",
+            "  concurrency {concurrency:>2}: {:>6} req in {took:.1} s = {rps:>7.1} req/s, p50 {:>6.1} ms, p99 {p99:>6.1} ms, server CPU {:.2} ms/req ({:.2} cores), errors {}, shed {}, same answers {}/{}{target}",
             tally.times.len(),
             percentile(&tally.times, 0.50).as_secs_f64() * 1e3,
+            server_cpu * 1e3 / tally.times.len() as f64,
+            server_cpu / took,
             tally.errors,
             tally.shed,
             tally.checked - tally.differed,

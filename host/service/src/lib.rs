@@ -81,10 +81,8 @@ pub struct Service {
     worker: worker::WorkerState,
     /// Idempotency keys whose request is running now (see `door`).
     in_flight: parking_lot::Mutex<HashSet<String>>,
-    /// Held while a token's call is counted, so concurrent requests in
-    /// this process count in turn instead of failing each other's
-    /// compare-and-swap (see `tokens`).
-    call_count: parking_lot::Mutex<()>,
+    /// Token calls counted (see `tokens::calls`).
+    calls: tokens::CallCounts,
     /// Compiled request schemas (see `door`).
     shapes: door::Shapes,
 }
@@ -107,7 +105,7 @@ impl Service {
             processing: Default::default(),
             worker: Default::default(),
             in_flight: Default::default(),
-            call_count: Default::default(),
+            calls: Default::default(),
             shapes: Default::default(),
         }
     }
@@ -145,6 +143,8 @@ impl Service {
     /// Makes every deferred write durable (bulk commands call this before
     /// acknowledging).
     pub fn flush(&self) -> mem_core::MemResult<()> {
+        self.write_recall_log();
+        self.write_call_counts();
         self.store.flush()?;
         // Derived state too (an index not opened yet has nothing to save).
         if let Some(index) = self.recall.index.get() {

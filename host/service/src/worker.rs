@@ -53,6 +53,11 @@ pub(crate) struct WorkerState {
     calls: AtomicU64,
     /// When the worker last computed a step of relations.
     pub(crate) related_at: Mutex<Option<Instant>>,
+    /// A worker runs in this process: it saves deferred state whenever it
+    /// is idle (at least every [`WORKER_IDLE`]) and as it stops, so what
+    /// only informs (the recall log, token call counts) is written in
+    /// batches instead of a store commit per call.
+    pub(crate) running: AtomicBool,
 }
 
 impl Service {
@@ -135,6 +140,12 @@ impl Service {
         relating
     }
 
+    /// Whether a worker saves this process's deferred state (see
+    /// [`WorkerState::running`]).
+    pub(crate) fn worker_runs(&self) -> bool {
+        self.worker.running.load(Ordering::Relaxed)
+    }
+
     /// Counts a surface's call (the door's `run`) as running while the
     /// guard lives: the worker leaves relations alone while calls keep
     /// every core busy.
@@ -183,6 +194,7 @@ impl Service {
     /// (see [`crate::follow`]).
     pub fn spawn_worker(self: &std::sync::Arc<Self>) -> MemResult<Worker> {
         let stop = std::sync::Arc::new(AtomicBool::new(false));
+        self.worker.running.store(true, Ordering::Relaxed);
         let (svc, flag) = (self.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("mem-worker".into())

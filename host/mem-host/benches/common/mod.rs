@@ -163,6 +163,24 @@ pub fn rss_of(pid: u32) -> (f64, f64) {
     (field("VmHWM:"), field("VmRSS:"))
 }
 
+/// CPU time (user and system) a process has used so far, in seconds.
+#[allow(unsafe_code)]
+pub fn cpu_of(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command (which may hold spaces) and its `)`:
+    // utime and stime are the 14th and 15th fields, in clock ticks.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse::<u64>().ok())
+        .sum();
+    // SAFETY: sysconf only reads a configuration value.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    ticks as f64 / per_second
+}
+
 /// Runs `mem-host --workspace WS ARGS` to success, sampling its peak
 /// resident set (`VmHWM`) while it runs; returns that peak in MiB.
 pub fn mem_watching_rss(ws: &Path, args: &[&str]) -> f64 {

@@ -70,8 +70,12 @@ pub(crate) struct RecallState {
     /// One recall-log append at a time in this process: concurrent
     /// searches would otherwise take the same next sequence number and
     /// retry each other out (the store's condition still guards against
-    /// another process).
+    /// another process). Held while pending records are taken, so they are
+    /// written in the order they were observed.
     pub log_lock: parking_lot::Mutex<()>,
+    /// Records a long-running process observed and has not written yet
+    /// (see [`crate::Service::write_recall_log`]).
+    pub log_pending: parking_lot::Mutex<Vec<crate::recall_log::RecallRecord>>,
 }
 
 /// A search request (CLI flags, REST/MCP body, one `--batch` line).

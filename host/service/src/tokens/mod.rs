@@ -15,6 +15,9 @@ use mem_core::time::{Timestamp, now, parse_rfc3339};
 use mem_core::{ErrorCode, MemError, MemResult};
 use serde::{Deserialize, Serialize};
 
+mod calls;
+pub(crate) use calls::CallCounts;
+
 /// Secrets look like `memtok_<64 hex>`; the prefix lets secret scanners
 /// and people recognise a leaked one.
 const SECRET_PREFIX: &str = "memtok_";
@@ -315,66 +318,11 @@ impl Service {
         Access::token(rec.id, rec.name, rec.scopes, rec.paths)
     }
 
-    /// Counts one call for today (every token: the owner's token list
-    /// shows today's calls); refuses when a quota is set and spent. The
-    /// count is flushed with the store's regular flush, not per call: a
-    /// crash may forget a few calls, never grant more than a day's quota
-    /// in normal operation.
-    fn count_call(&self, rec: &TokenRecord, quota: Option<u64>) -> MemResult<()> {
-        let key = usage_key(&rec.id, &today());
-        let _in_turn = self.call_count.lock();
-        for _ in 0..16 {
-            let raw = self.store().get(Table::Tokens, &key)?;
-            let used = raw.as_deref().map(parse_count).unwrap_or(0);
-            if let Some(quota) = quota.filter(|q| used >= *q) {
-                let retry_after = seconds_to_midnight();
-                return Err(MemError::new(
-                    ErrorCode::QuotaExceeded,
-                    format!("token {:?} used its {quota} calls for today", rec.name),
-                )
-                .with_hint(format!("retry after {retry_after} s (midnight UTC), or ask the owner for a larger quota"))
-                .with_details(serde_json::json!({
-                    "quota": quota, "used": used, "retry_after": retry_after,
-                })));
-            }
-            let mut b = Batch::new();
-            b.expect(Table::Tokens, key.clone(), raw).put(
-                Table::Tokens,
-                key.clone(),
-                (used + 1).to_string().into_bytes(),
-            );
-            match self.store().commit(b, Durability::Deferred) {
-                Ok(_) => return Ok(()),
-                Err(mem_core::store::StoreError::ConditionFailed { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        if quota.is_none() {
-            // Without a quota the count only informs: a call is never
-            // refused because its count lost a race.
-            return Ok(());
-        }
-        Err(MemError::new(
-            ErrorCode::VersionConflict,
-            "too many concurrent calls on one token",
-        )
-        .with_hint("retry"))
-    }
-
     fn tokens(&self) -> MemResult<Vec<TokenRecord>> {
         scan_all(self.store(), Table::Tokens, "id:")?
             .into_iter()
             .map(|(k, v)| crate::records::decode(Table::Tokens, &k, &v))
             .collect()
-    }
-
-    fn usage(&self, id: &str, day: &str) -> MemResult<u64> {
-        Ok(self
-            .store()
-            .get(Table::Tokens, &usage_key(id, day))?
-            .as_deref()
-            .map(parse_count)
-            .unwrap_or(0))
     }
 
     fn info(&self, r: TokenRecord, calls_today: u64) -> TokenInfo {
@@ -390,13 +338,6 @@ impl Service {
             calls_today,
         }
     }
-}
-
-fn parse_count(raw: &[u8]) -> u64 {
-    std::str::from_utf8(raw)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -497,6 +438,39 @@ mod tests {
             s.authenticate(&t.secret).unwrap();
         }
         assert_eq!(s.list_tokens().unwrap()[0].calls_today, 3);
+    }
+
+    #[test]
+    fn a_worker_process_holds_free_calls_until_it_saves_and_enforces_quotas_at_once() {
+        let (_d, s) = svc();
+        s.worker
+            .running
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let free = s.create_token(&req("free", &["search"])).unwrap();
+        let mut r = req("metered", &["search"]);
+        r.quota = Some("2/day".into());
+        let metered = s.create_token(&r).unwrap();
+        let stored = |id: &str| {
+            s.store()
+                .get(Table::Tokens, &usage_key(id, &today()))
+                .unwrap()
+        };
+        for _ in 0..5 {
+            s.authenticate(&free.secret).unwrap();
+        }
+        assert_eq!(stored(&free.token.id), None, "held, not a commit per call");
+        assert_eq!(s.find_token("free").unwrap().calls_today, 5);
+        s.flush().unwrap();
+        assert_eq!(stored(&free.token.id).as_deref(), Some(&b"5"[..]));
+        s.authenticate(&free.secret).unwrap();
+        assert_eq!(s.find_token("free").unwrap().calls_today, 6);
+        // A quota is counted in the store as each call is made (hosts
+        // sharing it grant no more than the quota between them).
+        s.authenticate(&metered.secret).unwrap();
+        assert_eq!(stored(&metered.token.id).as_deref(), Some(&b"1"[..]));
+        s.authenticate(&metered.secret).unwrap();
+        let e = s.authenticate(&metered.secret).unwrap_err();
+        assert_eq!(e.code, ErrorCode::QuotaExceeded);
     }
 
     #[test]
