@@ -13,6 +13,7 @@
 mod catalog;
 pub mod embed;
 mod fusion;
+mod known;
 mod lexical;
 mod query_cache;
 mod vectors;
@@ -34,6 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use vectors::Vectors;
 
 pub use embed::{EmbedderFiles, LazyEmbedder, OrtEmbedder, SessionStart};
+pub use known::KnownFirst;
 
 /// Candidates each lane contributes to fusion, at least.
 const MIN_LANE_DEPTH: usize = 60;

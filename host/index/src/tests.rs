@@ -694,6 +694,76 @@ fn reindexing_unchanged_text_keeps_its_vector_and_a_change_reembeds() {
     assert_eq!(ix.stats().vectors, 1);
 }
 
+/// Regression for relations embedding every memory a second time: the
+/// plugins' embedder answers texts the index embedded from its vectors.
+#[test]
+fn the_plugins_embedder_answers_indexed_texts_from_their_vectors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let counter = Arc::new(CountingEmbedder::default());
+    let embedded = || counter.0.load(Ordering::SeqCst);
+    let ix = Arc::new(NativeIndex::open(tmp.path(), Some(counter.clone()), None).unwrap());
+    let opened = Arc::new(std::sync::OnceLock::new());
+    let plugins = KnownFirst::new(counter.clone(), opened.clone());
+    let garden = "the garden needs watering";
+    // Before the index is open, every text goes to the model.
+    plugins.embed(&[garden]).unwrap();
+    assert_eq!(embedded(), 1);
+    opened.set(ix.clone()).unwrap();
+    ix.upsert(vec![
+        doc("m1", garden, "/a"),
+        doc("m2", "budget review on thursday", "/a"),
+    ])
+    .unwrap();
+    ix.commit(1).unwrap();
+    assert_eq!(embedded(), 3);
+    let fresh = WordHashEmbedder
+        .embed(&[garden, "unseen words here"])
+        .unwrap();
+    let got = plugins.embed(&[garden, "unseen words here"]).unwrap();
+    assert_eq!(embedded(), 4, "only the text the index lacks is embedded");
+    assert_eq!(got[1], fresh[1]);
+    let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 2e-3);
+    assert_eq!(got[0].len(), fresh[0].len());
+    assert!(
+        close(&got[0], &fresh[0]),
+        "the stored (half precision) vector"
+    );
+    // Re-indexed with another text and not committed yet: the stored
+    // vector is the new text's, so the old text is embedded, not answered
+    // with it.
+    ix.remove_record("m1").unwrap();
+    ix.upsert(vec![doc("m1", "holiday plans for august", "/a")])
+        .unwrap();
+    let before = embedded();
+    let got = plugins.embed(&[garden]).unwrap();
+    assert_eq!(embedded(), before + 1);
+    assert_eq!(got[0], fresh[0]);
+    ix.commit(2).unwrap();
+    let got = plugins
+        .embed(&["holiday plans for august", garden])
+        .unwrap();
+    assert_eq!(
+        embedded(),
+        before + 2,
+        "the new text answered, the old embedded"
+    );
+    assert!(close(
+        &got[0],
+        &WordHashEmbedder
+            .embed(&["holiday plans for august"])
+            .unwrap()[0]
+    ));
+    // Another model's index is never asked.
+    assert_eq!(
+        ix.known_vector("another-model", "budget review on thursday"),
+        None
+    );
+    assert!(
+        ix.known_vector(counter.model_id(), "budget review on thursday")
+            .is_some()
+    );
+}
+
 /// Drops `ix` the way a killed process leaves it: no deferred save.
 pub(crate) fn kill(ix: NativeIndex) {
     ix.killed.store(true, Ordering::SeqCst);

@@ -238,6 +238,15 @@ impl Vectors {
         self.index.size()
     }
 
+    /// The stored vector of `key` (as kept: half precision, widened).
+    pub fn get(&self, key: u64) -> Option<Vec<f32>> {
+        let mut v = vec![0f32; self.state.dimensions];
+        match self.index.get(key, &mut v[..]) {
+            Ok(n) if n > 0 => Some(v),
+            _ => None,
+        }
+    }
+
     pub fn upsert(&mut self, key: u64, vector: &[f32]) -> Result<(), IndexError> {
         if vector.len() != self.state.dimensions {
             return Err(IndexError::Embedding(format!(

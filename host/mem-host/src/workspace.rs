@@ -16,7 +16,7 @@ use mem_store_postgres::{PgOptions, PgStore, S3Options};
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Where the store lives inside a workspace folder.
@@ -234,16 +234,25 @@ pub fn open(dir: &Path, start: SessionStart) -> MemResult<Workspace> {
     };
     let index_dir = dir.join(INDEX_DIR);
     let index_embedder = embedder.clone();
+    // The plugins' embedder answers texts the index embedded from its
+    // vectors once the index is open (see `mem_index::KnownFirst`).
+    let opened: Arc<OnceLock<Arc<mem_index::NativeIndex>>> = Arc::default();
+    let plugin_embedder = embedder
+        .map(|e| Arc::new(mem_index::KnownFirst::new(e, opened.clone())) as Arc<dyn Embedder>);
     let open_index: mem_service::recall::IndexOpener = Box::new(move || {
-        let index =
-            mem_index::NativeIndex::open(&index_dir, index_embedder.clone(), semantic_off.clone())?;
-        Ok(Arc::new(index) as Arc<dyn mem_core::index::SearchIndex>)
+        let index = Arc::new(mem_index::NativeIndex::open(
+            &index_dir,
+            index_embedder.clone(),
+            semantic_off.clone(),
+        )?);
+        let _ = opened.set(index.clone());
+        Ok(index as Arc<dyn mem_core::index::SearchIndex>)
     });
     let plugins = Arc::new(WasmPluginHost::open(
         dir.join(PLUGINS_DIR),
         store.clone(),
         config.plugins.clone(),
-        embedder,
+        plugin_embedder,
     )?);
     // The index opens (and replays what it missed) on first use.
     let service = Service::new(store, config)

@@ -191,6 +191,11 @@ pub(crate) type KeySet = std::collections::HashSet<u64, BuildHasherDefault<KeyHa
 pub(crate) struct Catalog {
     by_key: ByKey<DocMeta>,
     by_record: FxHashMap<Arc<str>, Vec<u64>>,
+    /// A document by the digest of its embedding text (one of them when
+    /// several share a text; an entry whose document changed since is
+    /// checked and ignored): the plugins' embedder answers a text the
+    /// index already embedded from its vector (see `known`).
+    by_sig: ByKey<u64>,
     /// One allocation per distinct shared string (see [`DocMeta`]).
     strings: FxHashMap<Arc<str>, ()>,
 }
@@ -200,6 +205,7 @@ impl Catalog {
         Self {
             by_key: ByKey::with_capacity_and_hasher(docs, Default::default()),
             by_record: FxHashMap::with_capacity_and_hasher(docs, Default::default()),
+            by_sig: ByKey::with_capacity_and_hasher(docs, Default::default()),
             strings: FxHashMap::default(),
         }
     }
@@ -248,6 +254,9 @@ impl Catalog {
         {
             keys.push(key);
         }
+        if m.embed_sig != 0 {
+            self.by_sig.insert(m.embed_sig, key);
+        }
         self.by_key.insert(key, m);
     }
 
@@ -256,8 +265,21 @@ impl Catalog {
     pub fn remove_record(&mut self, record_id: &str) -> Vec<(u64, u64)> {
         let keys = self.by_record.remove(record_id).unwrap_or_default();
         keys.into_iter()
-            .map(|k| (k, self.by_key.remove(&k).map_or(0, |m| m.embed_sig)))
+            .map(|k| {
+                let sig = self.by_key.remove(&k).map_or(0, |m| m.embed_sig);
+                if self.by_sig.get(&sig) == Some(&k) {
+                    self.by_sig.remove(&sig);
+                }
+                (k, sig)
+            })
             .collect()
+    }
+
+    /// The key of a document whose embedding text has digest `sig`.
+    pub fn key_of_sig(&self, sig: u64) -> Option<u64> {
+        let key = *self.by_sig.get(&sig)?;
+        let current = self.by_key.get(&key)?.embed_sig == sig;
+        current.then_some(key)
     }
 
     /// A record's documents: their keys and embedding digests.
@@ -290,6 +312,7 @@ impl Catalog {
     pub fn clear(&mut self) {
         self.by_key.clear();
         self.by_record.clear();
+        self.by_sig.clear();
         self.strings.clear();
     }
 

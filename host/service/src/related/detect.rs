@@ -189,6 +189,14 @@ impl Service {
             return Ok(report);
         }
         if !detectors.is_empty() {
+            // Open (not caught up): the plugins' embedder answers the
+            // texts the index embedded from its vectors instead of the
+            // model (`mem_index::KnownFirst`); a process that only relates
+            // would otherwise embed every item again. A failure to open
+            // only leaves the model to embed them.
+            if let Err(e) = self.index() {
+                tracing::debug!(error = %e.message, "relations run without the index's vectors");
+            }
             let pool = self.candidate_pool(&targets)?;
             let mut failed = BTreeSet::new();
             for target in &targets {
