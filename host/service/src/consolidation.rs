@@ -75,11 +75,15 @@ impl crate::Service {
     /// Every scope holding memories `admits` lets through, in path order.
     /// From the tallies: per folder, its count, or when its scope was
     /// consolidated, the memories of the folder after that one.
+    /// `tallied`: the tallies are there to read (the caller asked
+    /// [`crate::Service::tallies_for_read`] once for its whole answer);
+    /// else one pass over the proposals and the path index.
     pub(crate) fn consolidation(
         &self,
         admits: &dyn Fn(&VPath) -> bool,
+        tallied: bool,
     ) -> MemResult<Vec<ConsolidationScope>> {
-        if !self.tallies_for_read()? {
+        if !tallied {
             return self.consolidation_by_pass(admits);
         }
         let store = self.store();
@@ -125,7 +129,7 @@ impl crate::Service {
     /// index: until the tallies are counted. Memory ids are ULIDs, ordered
     /// by the time they were minted, so "arrived after the consolidation"
     /// is "id greater than the memory it wrote".
-    pub(crate) fn consolidation_by_pass(
+    fn consolidation_by_pass(
         &self,
         admits: &dyn Fn(&VPath) -> bool,
     ) -> MemResult<Vec<ConsolidationScope>> {

@@ -356,7 +356,8 @@ impl Service {
                 .entry(f.index_status.as_str().to_string())
                 .or_default() += 1;
         }
-        let memories = if self.tallies_for_read()? {
+        let tallied = self.tallies_for_read()?;
+        let memories = if tallied {
             // Every memory of the workspace; a confined caller's, without
             // the forgotten (as the path index counts them). Counting the
             // table walked all of it: most of `status` at 100k memories.
@@ -413,7 +414,7 @@ impl Service {
             budgets,
             index: if whole { self.index_stats()? } else { None },
             plugins,
-            consolidation: self.consolidation(&sees)?,
+            consolidation: self.consolidation(&sees, tallied)?,
             relations: if whole {
                 self.relations_progress()?
             } else {

@@ -40,29 +40,21 @@ impl Service {
             return Ok(());
         }
         let _in_turn = self.calls.in_turn.lock();
-        for _ in 0..16 {
-            let raw = self.store().get(Table::Tokens, &key)?;
-            let used = raw.as_deref().map(parse_count).unwrap_or(0);
-            if let Some(quota) = quota.filter(|q| used >= *q) {
-                let retry_after = seconds_to_midnight();
-                return Err(MemError::new(
-                    ErrorCode::QuotaExceeded,
-                    format!("token {:?} used its {quota} calls for today", rec.name),
-                )
-                .with_hint(format!("retry after {retry_after} s (midnight UTC), or ask the owner for a larger quota"))
-                .with_details(serde_json::json!({
-                    "quota": quota, "used": used, "retry_after": retry_after,
-                })));
-            }
-            match self.add_calls(&key, raw, used + 1) {
-                Ok(()) => return Ok(()),
-                Err(StoreError::ConditionFailed { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        if quota.is_none() {
-            // Without a quota the count only informs: a call is never
-            // refused because its count lost a race.
+        let spent = |used: u64| {
+            let quota = quota.filter(|q| used >= *q)?;
+            let retry_after = seconds_to_midnight();
+            Some(MemError::new(
+                ErrorCode::QuotaExceeded,
+                format!("token {:?} used its {quota} calls for today", rec.name),
+            )
+            .with_hint(format!("retry after {retry_after} s (midnight UTC), or ask the owner for a larger quota"))
+            .with_details(serde_json::json!({
+                "quota": quota, "used": used, "retry_after": retry_after,
+            })))
+        };
+        // Without a quota the count only informs: a call is never refused
+        // because its count lost a race.
+        if self.add_to_count(&key, 1, spent)? || quota.is_none() {
             return Ok(());
         }
         Err(MemError::new(
@@ -72,15 +64,34 @@ impl Service {
         .with_hint("retry"))
     }
 
-    /// Sets the count at `key` to `used`, if it still reads `raw`.
-    fn add_calls(&self, key: &str, raw: Option<Vec<u8>>, used: u64) -> Result<(), StoreError> {
-        let mut b = Batch::new();
-        b.expect(Table::Tokens, key.to_string(), raw).put(
-            Table::Tokens,
-            key.to_string(),
-            used.to_string().into_bytes(),
-        );
-        self.store().commit(b, Durability::Deferred).map(|_| ())
+    /// Adds `calls` to the count at `key` under compare-and-swap, unless
+    /// `refuse` says the count read is spent. False when the count kept
+    /// changing under it (other hosts of a shared store counting).
+    fn add_to_count(
+        &self,
+        key: &str,
+        calls: u64,
+        refuse: impl Fn(u64) -> Option<MemError>,
+    ) -> MemResult<bool> {
+        for _ in 0..16 {
+            let raw = self.store().get(Table::Tokens, key)?;
+            let used = raw.as_deref().map(parse_count).unwrap_or(0);
+            if let Some(e) = refuse(used) {
+                return Err(e);
+            }
+            let mut b = Batch::new();
+            b.expect(Table::Tokens, key.to_string(), raw).put(
+                Table::Tokens,
+                key.to_string(),
+                (used + calls).to_string().into_bytes(),
+            );
+            match self.store().commit(b, Durability::Deferred) {
+                Ok(_) => return Ok(true),
+                Err(StoreError::ConditionFailed { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(false)
     }
 
     /// Adds the calls this process holds to the stored counts (when the
@@ -90,23 +101,14 @@ impl Service {
         let _in_turn = self.calls.in_turn.lock();
         let held = std::mem::take(&mut *self.calls.held.lock());
         for (key, calls) in held {
-            if let Err(e) = self.add_held(&key, calls) {
+            let written = self.add_to_count(&key, calls, |_| None).and_then(|done| {
+                done.then_some(())
+                    .ok_or_else(|| MemError::internal("the count kept changing"))
+            });
+            if let Err(e) = written {
                 tracing::warn!(code = %e.code, error = %e.message, "a token's calls of the day were not counted");
             }
         }
-    }
-
-    fn add_held(&self, key: &str, calls: u64) -> MemResult<()> {
-        for _ in 0..16 {
-            let raw = self.store().get(Table::Tokens, key)?;
-            let used = raw.as_deref().map(parse_count).unwrap_or(0);
-            match self.add_calls(key, raw, used + calls) {
-                Ok(()) => return Ok(()),
-                Err(StoreError::ConditionFailed { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(MemError::internal("the count kept changing"))
     }
 
     /// Calls of token `id` on `day`: stored, and held by this process.

@@ -444,11 +444,7 @@ impl crate::Service {
             subjects: groups(g.subjects, |_| None),
             subjects_total,
             items: found.items,
-            consolidation: if tallied {
-                self.consolidation(&admits)?
-            } else {
-                self.consolidation_by_pass(&admits)?
-            },
+            consolidation: self.consolidation(&admits, tallied)?,
             truncated: found.next.is_some(),
             next_cursor: found
                 .next
