@@ -172,8 +172,8 @@ pub(crate) fn push_event(
 /// and every governed write conditions on the audit chain's head: many
 /// writers of one host would mostly invalidate each other. So a host runs
 /// its transactions one at a time there (re-entrant: a build may run a
-/// nested one), leaving races between hosts only, which back off with
-/// jitter before they recompute.
+/// nested one), leaving races between hosts only. Any retry backs off
+/// with jitter before it recomputes.
 pub(crate) fn transact<T>(
     store: &dyn Store,
     durability: Durability,
@@ -195,9 +195,11 @@ pub(crate) fn transact<T>(
         match store.commit(batch, durability) {
             Ok(_) => return Ok(out),
             Err(StoreError::ConditionFailed { .. }) => {
-                if shared {
-                    backoff(attempt);
-                }
+                // Jittered, so writers that collided do not collide again:
+                // every memory and file write now also counts in the
+                // shared tally counters, which made collisions between a
+                // process's own writers common.
+                backoff(attempt);
                 continue;
             }
             Err(e) => return Err(e.into()),

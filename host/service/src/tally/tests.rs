@@ -292,3 +292,29 @@ fn a_damaged_record_has_the_tallies_counted_again_without_it() {
     let page = svc.catalog(&Catalog::default(), &Access::owner()).unwrap();
     assert_eq!(page.totals.memories, 1);
 }
+
+/// Regression: writers of one process that collided on the shared tally
+/// counters retried at once, collided again, and a `remember` failed with
+/// `version_conflict` (a quarter of the runs of the test above).
+#[test]
+fn concurrent_writers_of_one_folder_are_not_refused_over_their_shared_counters() {
+    let (_d, svc) = service();
+    assert!(svc.ensure_tallies().unwrap());
+    let svc = std::sync::Arc::new(svc);
+    let writers: Vec<_> = (0..4)
+        .map(|t| {
+            let svc = svc.clone();
+            std::thread::spawn(move || {
+                for i in 0..60 {
+                    remember(&svc, &format!("c{t} fact {i}"), "/one", "fact", Some("s"));
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert_counted(&svc);
+    let page = svc.catalog(&Catalog::default(), &Access::owner()).unwrap();
+    assert_eq!(page.totals.memories, 240);
+}
