@@ -126,11 +126,12 @@ impl std::fmt::Debug for NativeIndex {
 
 /// The lexical index, its catalog (from the snapshot when it describes
 /// the index's last commit), the watermark, whether it must be rebuilt,
-/// and the commit the snapshot on disk describes.
-type OpenedLexical = (lexical::Lexical, Catalog, u64, bool, Option<Stamp>);
+/// and the snapshot's state (which commit the catalog and the file on
+/// disk describe).
+type OpenedLexical = (lexical::Lexical, Catalog, u64, bool, SnapshotState);
 
 fn open_lexical(dir: &Path, snapshot: &Path) -> Result<OpenedLexical, IndexError> {
-    let attempt = || -> Result<(lexical::Lexical, Catalog, u64, Option<Stamp>), IndexError> {
+    let attempt = || -> Result<(lexical::Lexical, Catalog, u64, SnapshotState), IndexError> {
         let lex = lexical::Lexical::open(dir)?;
         let wm = lex.watermark()?;
         let stamp = lex.commit_stamp()?;
@@ -138,15 +139,21 @@ fn open_lexical(dir: &Path, snapshot: &Path) -> Result<OpenedLexical, IndexError
             Some(c) => (c, Some(stamp)),
             None => (Catalog::from_metas(lex.all_metas()?), None),
         };
-        Ok((lex, catalog, wm, saved))
+        let state = SnapshotState {
+            current: stamp,
+            saved,
+            saved_at: None,
+        };
+        Ok((lex, catalog, wm, state))
     };
     match attempt() {
-        Ok((l, c, wm, saved)) => Ok((l, c, wm, false, saved)),
+        Ok((l, c, wm, state)) => Ok((l, c, wm, false, state)),
         Err(IndexError::Corrupt(_)) => {
             // Derived state: recreate it and let the owner re-index.
             std::fs::remove_dir_all(dir).map_err(|e| IndexError::Io(e.to_string()))?;
-            let (l, c, _, _) = attempt()?;
-            Ok((l, c, 0, true, None))
+            let (l, c, _, mut state) = attempt()?;
+            state.saved = None;
+            Ok((l, c, 0, true, state))
         }
         Err(e) => Err(e),
     }
@@ -161,7 +168,7 @@ impl NativeIndex {
         semantic_off: Option<String>,
     ) -> Result<Self, IndexError> {
         std::fs::create_dir_all(dir).map_err(|e| IndexError::Io(e.to_string()))?;
-        let (lexical, catalog, lex_wm, mut rebuild, saved) =
+        let (lexical, catalog, lex_wm, mut rebuild, snapshot) =
             open_lexical(&dir.join("lexical"), &dir.join(CATALOG_FILE))?;
         let mut watermark = lex_wm;
         let semantic = match embedder {
@@ -207,10 +214,7 @@ impl NativeIndex {
             semantic,
             catalog: RwLock::new(catalog),
             staged: Mutex::new(Staged::default()),
-            snapshot: Mutex::new(SnapshotState {
-                saved,
-                ..Default::default()
-            }),
+            snapshot: Mutex::new(snapshot),
             watermark: AtomicU64::new(watermark),
             rebuild: AtomicBool::new(rebuild),
             searching: AtomicUsize::new(0),
@@ -233,7 +237,7 @@ impl NativeIndex {
         {
             return Ok(());
         }
-        let stamp = self.lexical.commit_stamp()?;
+        let stamp = state.current;
         if state.saved == Some(stamp) {
             return Ok(());
         }
@@ -349,6 +353,10 @@ const CATALOG_SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(6
 
 #[derive(Debug, Default)]
 struct SnapshotState {
+    /// The commit the catalog in memory describes (set with the catalog's
+    /// changes under its lock: the lexical commit itself is made before,
+    /// without the lock, so the one on disk may be a step ahead).
+    current: Stamp,
     /// The commit the file on disk describes (`None`: no valid file).
     saved: Option<Stamp>,
     saved_at: Option<std::time::Instant>,
@@ -480,10 +488,14 @@ impl SearchIndex for NativeIndex {
 
     fn commit(&self, watermark: u64) -> Result<(), IndexError> {
         {
-            // Under the catalog's lock: a search or a snapshot sees the
-            // commit and its catalog changes together.
+            // Written and synced first, while searches go on with the last
+            // commit (it took 5 to 40 ms, which every search waited for
+            // under the catalog's lock); then, under the lock, a search or
+            // a snapshot sees the commit and its catalog changes together.
+            let stamp = self.lexical.commit(watermark)?;
             let mut catalog = self.catalog.write();
-            self.lexical.commit(watermark)?;
+            self.lexical.reload()?;
+            self.snapshot.lock().current = stamp;
             let staged = std::mem::take(&mut *self.staged.lock());
             for change in staged.changes {
                 match change {

@@ -203,3 +203,33 @@ fn small_segments_are_merged_and_the_snapshot_outlives_the_merge() {
     );
     assert_eq!(answers(&ix), before);
 }
+
+/// Regression: tantivy's default merge policy counts every segment under
+/// 10,000 documents as one size, so beside writes committed one at a time
+/// a segment of a few thousand was merged again every third commit (37% of
+/// a searching server's CPU).
+#[test]
+fn commits_of_one_write_each_do_not_merge_again_into_a_large_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = open_hashed(tmp.path());
+    let rack = |i: usize| doc(&format!("r{i}"), &format!("rack {i} power supply"), "/ops");
+    ix.upsert((0..2000).map(rack).collect()).unwrap();
+    ix.commit(1).unwrap();
+    let sizes = ix.lexical.segment_sizes();
+    assert_eq!(sizes.len(), 1, "{sizes:?}");
+    let large = sizes[0].0.clone();
+    for i in 0..12 {
+        ix.upsert(vec![rack(2000 + i)]).unwrap();
+        ix.commit(2 + i as u64).unwrap();
+    }
+    // Closing waits for the merges the commits started.
+    drop(ix);
+    let ix = open_hashed(tmp.path());
+    let sizes = ix.lexical.segment_sizes();
+    assert!(
+        sizes.iter().any(|(id, n)| *id == large && *n == 2000),
+        "the large segment was merged again: {sizes:?}"
+    );
+    assert!(sizes.len() < 8, "the small segments were merged: {sizes:?}");
+    assert_eq!(sizes.iter().map(|(_, n)| n).sum::<u32>(), 2012);
+}
