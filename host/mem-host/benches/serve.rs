@@ -6,7 +6,9 @@
 //! packs for `MEM_BENCH_SECS` seconds (default 10) each at concurrency 1, 8
 //! and 64, printing requests/s, p50, p99, errors, requests shed (503) and
 //! whether answers under load equal the sequential ones, beside the
-//! targets; then the sequential p50/p99 of
+//! targets; then lexical and hybrid search from 8 clients while another
+//! agent (its own token) remembers 20 memories a second, both sides'
+//! figures; then the sequential p50/p99 of
 //! lexical-only search, hybrid search, context packs and single remembers
 //! over `MEM_BENCH_QUERIES` requests each (default 1000); then the
 //! web page's memory ledger (first response after sign-in, then p50/p99;
@@ -20,7 +22,8 @@
 //!
 //! `-- --memories N` sets the size (over `MEM_BENCH_MEMORIES`); `-- --cold`
 //! runs only the cold CLI; `-- --browse` only the catalog and ledger pages; `-- --only WORD` runs only the load levels of the operations whose label has WORD
-//! (`lexical`, `hybrid`, `context`), for profiling one; `-- --ledger`
+//! (`lexical`, `hybrid`, `context`; `writes`: the searches beside writes),
+//! for profiling one; `-- --ledger`
 //! times only the ledger (plain, filtered by a rare agent, and by pinned)
 //! over a workspace built without embeddings, which is what makes 100k
 //! memories buildable in minutes in the dev profile:
@@ -128,6 +131,13 @@ fn main() {
         &format!("bench-{}", std::process::id()),
         "search,write",
     );
+    // Another agent's token: what it writes is found by its own next
+    // search at once, by the searching agents' once the index has it.
+    let writer = token_secret(
+        &ws,
+        &format!("bench-writer-{}", std::process::id()),
+        "write",
+    );
 
     let (server, base) = start_server(&ws);
     let mut rng = Lcg(99);
@@ -142,6 +152,14 @@ fn main() {
         .filter(|op| only.is_none_or(|w| op.label.contains(w.as_str())))
     {
         load_levels(op, server.id(), &base, &secret, secs, n);
+    }
+    // The normal case of a shared server: agents search while others
+    // remember. `--only writes` runs just these.
+    for op in LOAD_OPS[..2]
+        .iter()
+        .filter(|_| only.is_none_or(|w| "beside writes".contains(w.as_str())))
+    {
+        beside_writes(op, server.id(), &base, [&secret, &writer], secs);
     }
     if only.is_some() {
         stop_server(server);
@@ -521,11 +539,81 @@ struct Tally {
     differed: usize,
 }
 
+/// The sample requests a client sends, and the answers each got alone.
+type Checks = (Arc<Vec<Vec<u8>>>, Arc<Vec<serde_json::Value>>);
+
+/// One load client: sends fresh queries until stopped and, with
+/// `checks`, every [`SAMPLE_EVERY`]th request a sample query whose answer
+/// must equal the one it got alone.
+struct Client {
+    url: String,
+    secret: String,
+    op: &'static LoadOp,
+    seed: u64,
+    checks: Option<Checks>,
+    /// Where its requests start counting (clients take turns with samples).
+    first: usize,
+}
+
+impl Client {
+    fn run(self, stop: &AtomicBool, tally: &Mutex<Tally>) {
+        let agent = http_agent();
+        let mut rng = Lcg(self.seed);
+        let mut mine = Tally::default();
+        let mut i = self.first;
+        while !stop.load(Ordering::Relaxed) {
+            i += 1;
+            let sample = self.checks.as_ref().and_then(|_| {
+                i.is_multiple_of(SAMPLE_EVERY)
+                    .then_some(i / SAMPLE_EVERY % SAMPLES)
+            });
+            let body = match (sample, &self.checks) {
+                (Some(s), Some((samples, _))) => samples[s].clone(),
+                _ => {
+                    let words = 2 + rng.next() % 3;
+                    body_of(self.op, rng.sentence(words))
+                }
+            };
+            let started = Instant::now();
+            match post(&agent, &self.url, &self.secret, &body, sample.is_some()) {
+                Outcome::Ok(v) => {
+                    mine.times.push(started.elapsed());
+                    if let (Some(s), Some(v), Some((_, expected))) = (sample, v, &self.checks) {
+                        mine.checked += 1;
+                        if comparable(v) != expected[s] {
+                            if mine.differed == 0 {
+                                eprintln!(
+                                    "  {}: sample {s} answered differently under load",
+                                    self.op.label
+                                );
+                            }
+                            mine.differed += 1;
+                        }
+                    }
+                }
+                Outcome::Shed => mine.shed += 1,
+                Outcome::Failed(e) => {
+                    if mine.errors == 0 && self.first == 0 {
+                        eprintln!("  first error: {}", e.chars().take(300).collect::<String>());
+                    }
+                    mine.errors += 1;
+                }
+            }
+        }
+        let mut all = tally.lock().expect("tally");
+        all.times.extend(mine.times);
+        all.errors += mine.errors;
+        all.shed += mine.shed;
+        all.checked += mine.checked;
+        all.differed += mine.differed;
+    }
+}
+
 /// Drives `op` at concurrency 1, 8 and 64 for `secs` each. Every client
 /// sends fresh queries (so nothing is answered from a cache of the
 /// previous round), and every [`SAMPLE_EVERY`]th request one of the
 /// sample queries, whose answer must equal the one it got alone.
-fn load_levels(op: &LoadOp, server: u32, base: &str, secret: &str, secs: u64, n: usize) {
+fn load_levels(op: &'static LoadOp, server: u32, base: &str, secret: &str, secs: u64, n: usize) {
     let url = format!("{base}{}", op.path);
     let mut rng = Lcg(4242);
     let samples: Vec<Vec<u8>> = (0..SAMPLES)
@@ -556,61 +644,16 @@ fn load_levels(op: &LoadOp, server: u32, base: &str, secret: &str, secs: u64, n:
         let tally = Arc::new(Mutex::new(Tally::default()));
         let threads: Vec<_> = (0..concurrency)
             .map(|t| {
-                let (stop, tally, samples, expected) =
-                    (stop.clone(), tally.clone(), samples.clone(), expected.clone());
-                let (url, secret) = (url.clone(), secret.to_string());
-                let extra = op.extra;
-                let label = op.label;
-                std::thread::spawn(move || {
-                    let agent = http_agent();
-                    let mut rng = Lcg(1000 * concurrency as u64 + t as u64);
-                    let mut mine = Tally::default();
-                    let mut i = t;
-                    while !stop.load(Ordering::Relaxed) {
-                        i += 1;
-                        let sample = (i % SAMPLE_EVERY == 0).then_some(i / SAMPLE_EVERY % SAMPLES);
-                        let body = match sample {
-                            Some(s) => samples[s].clone(),
-                            None => {
-                                let mut body = extra();
-                                let words = 2 + rng.next() % 3;
-                                body["query"] = serde_json::Value::String(rng.sentence(words));
-                                serde_json::to_vec(&body).expect("query json")
-                            }
-                        };
-                        let started = Instant::now();
-                        match post(&agent, &url, &secret, &body, sample.is_some()) {
-                            Outcome::Ok(v) => {
-                                mine.times.push(started.elapsed());
-                                if let (Some(s), Some(v)) = (sample, v) {
-                                    mine.checked += 1;
-                                    if comparable(v) != expected[s] {
-                                        if mine.differed == 0 {
-                                            eprintln!("  {label}: sample {s} answered differently under load");
-                                        }
-                                        mine.differed += 1;
-                                    }
-                                }
-                            }
-                            Outcome::Shed => mine.shed += 1,
-                            Outcome::Failed(e) => {
-                                if mine.errors == 0 && t == 0 {
-                                    eprintln!(
-                                        "  first error: {}",
-                                        e.chars().take(300).collect::<String>()
-                                    );
-                                }
-                                mine.errors += 1;
-                            }
-                        }
-                    }
-                    let mut all = tally.lock().expect("tally");
-                    all.times.extend(mine.times);
-                    all.errors += mine.errors;
-                    all.shed += mine.shed;
-                    all.checked += mine.checked;
-                    all.differed += mine.differed;
-                })
+                let client = Client {
+                    url: url.clone(),
+                    secret: secret.to_string(),
+                    op,
+                    seed: 1000 * concurrency as u64 + t as u64,
+                    checks: Some((samples.clone(), expected.clone())),
+                    first: t,
+                };
+                let (stop, tally) = (stop.clone(), tally.clone());
+                std::thread::spawn(move || client.run(&stop, &tally))
             })
             .collect();
         let started = Instant::now();
@@ -667,4 +710,122 @@ fn load_levels(op: &LoadOp, server: u32, base: &str, secret: &str, secs: u64, n:
             tally.checked,
         );
     }
+}
+
+/// Remembers a second, paced, while 8 clients search: what the writes
+/// cost the searches (each search first brings the index up to the
+/// acknowledged writes, so it may wait for their embeddings).
+const WRITES_PER_SEC: u64 = 20;
+
+/// Drives `op` with 8 clients while one more client remembers
+/// [`WRITES_PER_SEC`] memories a second (into a folder of its own), and
+/// prints both sides. Answers are not compared: the corpus grows.
+fn beside_writes(op: &'static LoadOp, server: u32, base: &str, tokens: [&str; 2], secs: u64) {
+    let [secret, writer_secret] = tokens;
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let clients: Vec<_> = (0..8)
+        .map(|t| {
+            let client = Client {
+                url: format!("{base}{}", op.path),
+                secret: secret.to_string(),
+                op,
+                seed: 77_000 + t,
+                checks: None,
+                first: t as usize,
+            };
+            let (stop, tally) = (stop.clone(), tally.clone());
+            std::thread::spawn(move || client.run(&stop, &tally))
+        })
+        .collect();
+    let writer = {
+        let (stop, url, secret) = (
+            stop.clone(),
+            format!("{base}/v1/memories"),
+            writer_secret.to_string(),
+        );
+        std::thread::spawn(move || {
+            let agent = http_agent();
+            let mut rng = Lcg(31 + std::process::id() as u64);
+            let mut acks = Vec::new();
+            let mut errors = 0usize;
+            let every = Duration::from_micros(1_000_000 / WRITES_PER_SEC);
+            let mut next = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                let body = serde_json::json!({
+                    "content": rng.sentence(10),
+                    "kind": "note",
+                    "path": "/bench-writes/beside-searches",
+                    "idempotency_key": format!("beside-{}-{}", std::process::id(), acks.len() + errors),
+                });
+                let started = Instant::now();
+                let ok = agent
+                    .post(&url)
+                    .header("authorization", format!("Bearer {secret}"))
+                    .header("content-type", "application/json")
+                    .send(serde_json::to_vec(&body).expect("json"))
+                    .map_err(|e| e.to_string())
+                    .and_then(|mut r| {
+                        let text = r.body_mut().read_to_string().unwrap_or_default();
+                        match r.status().as_u16() {
+                            200 | 201 => Ok(()),
+                            s => Err(format!("{s} {text}")),
+                        }
+                    });
+                if let Err(e) = &ok
+                    && errors == 0
+                {
+                    eprintln!(
+                        "  first write error: {}",
+                        e.chars().take(300).collect::<String>()
+                    );
+                }
+                if ok.is_ok() {
+                    acks.push(started.elapsed());
+                } else {
+                    errors += 1;
+                }
+                next += every;
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+            (acks, errors)
+        })
+    };
+    let started = Instant::now();
+    let cpu_before = cpu_of(server);
+    std::thread::sleep(Duration::from_secs(secs));
+    let server_cpu = cpu_of(server) - cpu_before;
+    stop.store(true, Ordering::Relaxed);
+    for t in clients {
+        t.join().expect("client thread");
+    }
+    let (mut acks, write_errors) = writer.join().expect("writer thread");
+    let took = started.elapsed().as_secs_f64();
+    let mut tally = std::mem::take(&mut *tally.lock().expect("tally"));
+    tally.times.sort();
+    acks.sort();
+    if tally.times.is_empty() || acks.is_empty() {
+        println!(
+            "{} beside writes: nothing succeeded ({} search errors, {write_errors} write errors)",
+            op.label, tally.errors
+        );
+        return;
+    }
+    let rps = tally.times.len() as f64 / took;
+    let p99 = percentile(&tally.times, 0.99).as_secs_f64() * 1e3;
+    let met = rps >= op.target_rps_at_8 && op.target_p99_ms_at_8.is_none_or(|p| p99 < p);
+    println!(
+        "{} beside {WRITES_PER_SEC} remembers/s, 8 clients: {rps:.1} req/s, p50 {:.1} ms, p99 {p99:.1} ms, \
+         server {:.2} cores, errors {}, shed {}; writes {:.1}/s acknowledged, p50 {:.1} ms, p99 {:.1} ms, \
+         errors {write_errors}  [the 8-client target beside writes: {}]",
+        op.label,
+        percentile(&tally.times, 0.50).as_secs_f64() * 1e3,
+        server_cpu / took,
+        tally.errors,
+        tally.shed,
+        acks.len() as f64 / took,
+        percentile(&acks, 0.50).as_secs_f64() * 1e3,
+        percentile(&acks, 0.99).as_secs_f64() * 1e3,
+        if met { "met" } else { "NOT met" },
+    );
 }

@@ -9,6 +9,7 @@
 mod conflict;
 pub mod context;
 pub mod count;
+mod own_writes;
 pub(crate) mod period;
 mod read_gate;
 mod selection;
@@ -65,6 +66,9 @@ pub(crate) struct RecallState {
     /// The value of `written` the last finished sync had read before it
     /// replayed the log.
     pub synced: AtomicU64,
+    /// Each caller's last acknowledged write, as a value of `written` (see
+    /// `own_writes`): one entry per token that wrote, and the owner.
+    pub writes_of: parking_lot::Mutex<std::collections::HashMap<String, u64>>,
     /// The recall log's fingerprint key, once read (it never changes).
     pub log_key: OnceLock<Vec<u8>>,
     /// One recall-log append at a time in this process: concurrent

@@ -276,7 +276,8 @@ impl Service {
     /// Notes that acknowledged writes wait for the index, and wakes the
     /// worker to replay them.
     pub(crate) fn index_behind(&self) {
-        self.recall.written.fetch_add(1, Ordering::SeqCst);
+        let written = self.recall.written.fetch_add(1, Ordering::SeqCst) + 1;
+        self.saw_own_write(written);
         self.wake_worker();
     }
 
@@ -285,11 +286,12 @@ impl Service {
         self.recall.synced.load(Ordering::SeqCst) < self.recall.written.load(Ordering::SeqCst)
     }
 
-    /// Replays what the index is behind on, if anything (before every read
-    /// of the index, and in the worker). While the worker replays, a
-    /// search waits for it rather than read an index without the writes.
+    /// Replays what the index is behind on, if a read on this thread must
+    /// find it (before every read of the index, and in the worker: see
+    /// `own_writes`). While the worker replays, such a read waits for it
+    /// rather than read an index without the writes.
     pub(crate) fn catch_up_index(&self) {
-        if self.is_index_behind() {
+        if self.recall.synced.load(Ordering::SeqCst) < self.writes_to_see() {
             self.sync_index_after_write();
         }
     }

@@ -541,3 +541,53 @@ fn concurrent_writers_each_find_their_own_write_at_once() {
     });
     worker.stop().unwrap();
 }
+
+/// A caller reads its own writes at once; another caller's search does not
+/// wait for them (under an agent remembering 20 memories a second, every
+/// search had waited for each write's embedding), and finds them once the
+/// index has replayed them.
+#[test]
+fn a_caller_finds_its_own_write_at_once_and_others_once_the_index_has_it() {
+    use crate::access::{Access, Scope};
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = open(tmp.path());
+    let token =
+        |id: &str| Access::token(id.into(), id.into(), Scope::ALL.to_vec(), vec![]).unwrap();
+    let (writer, other) = (token("tok_writer"), token("tok_other"));
+    let found = |who: &Access| {
+        let q = SearchQuery {
+            query: "lantern batteries".into(),
+            ..Default::default()
+        };
+        svc.caller(who).run(q).unwrap().value.hits.len()
+    };
+    let req = RememberRequest {
+        content: "the lantern batteries are in the blue drawer".into(),
+        kind: "fact".into(),
+        path: "/home".into(),
+        idempotency_key: "lantern".into(),
+        ..Default::default()
+    };
+    svc.caller(&writer).run(req).unwrap();
+    assert!(svc.is_index_behind());
+    assert_eq!(
+        found(&other),
+        0,
+        "another caller does not wait for the write"
+    );
+    assert!(svc.is_index_behind());
+    assert_eq!(found(&writer), 1, "the writer finds its own write");
+    assert!(!svc.is_index_behind());
+    assert_eq!(found(&other), 1);
+    // A read outside a caller's call (a CLI command) waits for every write.
+    svc.caller(&writer)
+        .run(RememberRequest {
+            content: "spare lantern batteries went to the shed".into(),
+            idempotency_key: "lantern 2".into(),
+            path: "/home".into(),
+            kind: "fact".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(search(&svc, "lantern batteries").len(), 2);
+}
