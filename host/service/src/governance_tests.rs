@@ -773,6 +773,32 @@ fn fake_detector() -> crate::fake_host::FakeHost {
     }
 }
 
+/// Regression: a new memory was compared with the *oldest* 100 memories
+/// of its folder (the whole folder read on every write to pick them), so in
+/// a folder of more it never met what the folder said lately.
+#[test]
+fn a_write_is_compared_with_the_newest_memories_of_a_large_folder() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let svc = svc.with_plugins(Arc::new(fake_detector()));
+    let limit = crate::gate::apply::MAX_DETECT_CANDIDATES;
+    for i in 0..limit {
+        remember_fact(
+            &svc,
+            &format!("rack {i} has two power supplies"),
+            "/ops",
+            &format!("r{i}"),
+        );
+    }
+    let works = remember_fact(&svc, "the staging deploy works", "/ops", "w");
+    // Not a candidate once archived, however new.
+    let archived = remember_fact(&svc, "the build cache works", "/ops", "c");
+    svc.archive(&archived.id, archived.state_version, &owner())
+        .unwrap();
+    let broken = remember_fact(&svc, "the staging deploy is broken", "/ops", "b");
+    let targets: Vec<_> = broken.relations.iter().map(|r| r.target.as_str()).collect();
+    assert_eq!(targets, [works.id.as_str()], "{:?}", broken.relations);
+}
+
 #[test]
 fn a_direct_remember_records_detected_relations_and_survives_a_failing_detector() {
     let (_d, svc) = service_with(WorkspaceConfig::default());

@@ -6,18 +6,18 @@ use super::{Finding, Proposal, ProposalOp, finding};
 use crate::Service;
 use crate::audit::{Actor, AuditDraft};
 use crate::budget::UsageChange;
-use crate::records::{encode, load, scan_all};
+use crate::records::{encode, load};
 use crate::types::TypeRegistry;
 use mem_core::id::{self, new_id};
 use mem_core::model::{Governance, Lifecycle, Memory, Relation};
 use mem_core::plugin::{Decision, DetectItem, EvidenceRef, ProposalInput, Stance};
-use mem_core::store::{Batch, Table};
+use mem_core::store::{Batch, Scan, Table};
 use mem_core::time::now;
 use mem_core::{ErrorCode, MemError, MemResult};
 use serde_json::json;
 
 /// Candidates a relation detector sees per write.
-const MAX_DETECT_CANDIDATES: usize = 100;
+pub(crate) const MAX_DETECT_CANDIDATES: usize = 100;
 
 pub(crate) struct Applied {
     pub result_ids: Vec<String>,
@@ -295,6 +295,45 @@ impl Service {
     /// Relation detectors compare the new memory with active memories in
     /// its scope. A contradiction sends the write to review; nothing is
     /// deleted either way.
+    /// The newest active memories of folder `path` (ids sort by creation
+    /// time), at most [`MAX_DETECT_CANDIDATES`], except `targets`: what a
+    /// new memory may contradict is what the folder says now. (The folder
+    /// was read whole, oldest first, on every write: 5,000 keys a write in
+    /// a folder of 5,000 memories, to compare with its oldest 100.)
+    fn newest_active_in(&self, path: &str, targets: &[Memory]) -> MemResult<Vec<Memory>> {
+        let prefix = format!("{path}\0");
+        let mut out = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.store().scan(
+                Table::MemoryPaths,
+                &Scan {
+                    prefix: &prefix,
+                    after: after.as_deref(),
+                    limit: MAX_DETECT_CANDIDATES,
+                    reverse: true,
+                },
+            )?;
+            let exhausted = page.len() < MAX_DETECT_CANDIDATES;
+            for (key, _) in page {
+                if let Some(id) = key.split('\0').nth(1)
+                    && !targets.iter().any(|t| t.id == id)
+                    && let Some(c) = load::<Memory>(self.store(), Table::Memories, id)?
+                    && c.value.lifecycle == Lifecycle::Active
+                {
+                    out.push(c.value);
+                    if out.len() >= MAX_DETECT_CANDIDATES {
+                        return Ok(out);
+                    }
+                }
+                after = Some(key);
+            }
+            if exhausted {
+                return Ok(out);
+            }
+        }
+    }
+
     pub(crate) fn conflict_findings(
         &self,
         m: &Memory,
@@ -309,24 +348,11 @@ impl Service {
         }
         let config = self.config();
         let registry = &config.types.registry;
-        let prefix = format!("{}\0", m.path.as_str());
-        let mut candidates = Vec::new();
-        for (key, _) in scan_all(self.store(), Table::MemoryPaths, &prefix)? {
-            let Some(id) = key.split('\0').nth(1) else {
-                continue;
-            };
-            if targets.iter().any(|t| t.id == id) {
-                continue;
-            }
-            if let Some(c) = load::<Memory>(self.store(), Table::Memories, id)?
-                && c.value.lifecycle == Lifecycle::Active
-            {
-                candidates.push(detect_item(registry, &c.value));
-            }
-            if candidates.len() >= MAX_DETECT_CANDIDATES {
-                break;
-            }
-        }
+        let candidates: Vec<_> = self
+            .newest_active_in(m.path.as_str(), targets)?
+            .iter()
+            .map(|c| detect_item(registry, c))
+            .collect();
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
