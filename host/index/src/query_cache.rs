@@ -3,18 +3,25 @@
 //! the web page repeat queries; embedding is the largest part of a hybrid
 //! search's CPU, so a repeated text is embedded once. Keyed by the exact
 //! text: the embedder is deterministic, so a hit returns the same vector
-//! a fresh embedding would.
+//! a fresh embedding would. The plugins' embedder keeps one too (see
+//! [`crate::known`]).
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Texts kept (about 1.5 KB each for MiniLM's 384 dimensions).
+/// Texts kept by default (about 1.5 KB each for MiniLM's 384 dimensions).
 const CAPACITY: usize = 256;
 
-#[derive(Default)]
 pub(crate) struct QueryCache {
     inner: Mutex<Entries>,
+    capacity: usize,
+}
+
+impl Default for QueryCache {
+    fn default() -> Self {
+        Self::with_capacity(CAPACITY)
+    }
 }
 
 #[derive(Default)]
@@ -24,6 +31,13 @@ struct Entries {
 }
 
 impl QueryCache {
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            inner: Mutex::default(),
+            capacity: capacity.max(1),
+        }
+    }
+
     pub fn get(&self, text: &str) -> Option<Arc<Vec<f32>>> {
         let mut e = self.inner.lock();
         e.tick += 1;
@@ -40,7 +54,7 @@ impl QueryCache {
         let mut e = self.inner.lock();
         e.tick += 1;
         let tick = e.tick;
-        if e.by_text.len() >= CAPACITY && !e.by_text.contains_key(text) {
+        if e.by_text.len() >= self.capacity && !e.by_text.contains_key(text) {
             let oldest = e
                 .by_text
                 .iter()

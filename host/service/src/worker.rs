@@ -28,6 +28,26 @@ pub(crate) const WORKER_IDLE: Duration = Duration::from_secs(5);
 /// (back to back under one client, they tripled its p99).
 pub(crate) const RELATE_UNDER_LOAD_EVERY: Duration = Duration::from_secs(30);
 
+/// While writes keep arriving, the worker computes a step of relations at
+/// most this often (the writes of the interval in one step). A step's cost
+/// is mostly its candidates (the newest memories and files, each compared
+/// by every detector in wasm), whatever its items: one step per write of
+/// an agent remembering 20 memories a second took 40% of a searching
+/// server's CPU.
+pub(crate) const RELATE_WHILE_WRITING_EVERY: Duration = Duration::from_secs(1);
+
+/// What kind of worker round settles (see [`Service::settle_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Round {
+    /// No work arrived for a while (or a CLI command is finishing): save
+    /// everything deferred, compute relations.
+    Idle,
+    /// Relations are pending and no call came during the last step.
+    Backlog,
+    /// Writes woke the worker.
+    Writes,
+}
+
 /// This machine's cores, read once (the standard library reads the
 /// cgroup's quota files each time it is asked).
 pub(crate) fn cores() -> usize {
@@ -96,7 +116,12 @@ impl Service {
             // vectors file after every round made ingest pay for it again
             // and again. An idle round saves everything.
             let calls = self.worker.calls.load(Ordering::Relaxed);
-            let relating = self.settle_with(idle);
+            let round = match (idle, go_on) {
+                (true, _) => Round::Idle,
+                (false, true) => Round::Backlog,
+                (false, false) => Round::Writes,
+            };
+            let relating = self.settle_with(round);
             go_on = relating && self.worker.calls.load(Ordering::Relaxed) == calls;
         }
     }
@@ -106,14 +131,15 @@ impl Service {
     /// saves deferred state. The worker
     /// runs it as work arrives; a CLI command runs it before it exits.
     pub fn settle(&self) {
-        self.settle_with(true);
+        self.settle_with(Round::Idle);
     }
 
-    /// [`Self::settle`]; `save_index` (no writes are waiting): also save
-    /// the index's deferred state now (else the store's only) and count
-    /// the tallies if they need it. True when it computed a step of
-    /// relations and more are pending.
-    pub(crate) fn settle_with(&self, save_index: bool) -> bool {
+    /// [`Self::settle`]; an idle round also saves the index's deferred
+    /// state now (else the store's only) and counts the tallies if they
+    /// need it. True when it computed a step of relations and more are
+    /// pending.
+    pub(crate) fn settle_with(&self, round: Round) -> bool {
+        let save_index = round == Round::Idle;
         if let Err(e) = self.drain_processing() {
             warn("background processing failed", &e);
         }
@@ -125,7 +151,7 @@ impl Service {
             warn("cannot count the catalog's tallies", &e);
         }
         self.catch_up_index();
-        let relating = self.relations_may_run() && {
+        let relating = self.relations_may_run(round) && {
             *self.worker.related_at.lock() = Some(Instant::now());
             self.catch_up_related()
         };
@@ -156,14 +182,18 @@ impl Service {
     }
 
     /// Whether a step of relations runs now: unless calls occupy every
-    /// core, and then once every [`RELATE_UNDER_LOAD_EVERY`].
-    fn relations_may_run(&self) -> bool {
-        self.worker.foreground.load(Ordering::Relaxed) < cores()
-            || self
-                .worker
+    /// core, and then once every [`RELATE_UNDER_LOAD_EVERY`]; while writes
+    /// keep arriving, once every [`RELATE_WHILE_WRITING_EVERY`].
+    fn relations_may_run(&self, round: Round) -> bool {
+        let since = |every: Duration| {
+            self.worker
                 .related_at
                 .lock()
-                .is_none_or(|t| t.elapsed() >= RELATE_UNDER_LOAD_EVERY)
+                .is_none_or(|t| t.elapsed() >= every)
+        };
+        (round != Round::Writes || since(RELATE_WHILE_WRITING_EVERY))
+            && (self.worker.foreground.load(Ordering::Relaxed) < cores()
+                || since(RELATE_UNDER_LOAD_EVERY))
     }
 
     /// What a command of a short-lived process (the CLI) does before it

@@ -5,7 +5,7 @@
 use super::*;
 use crate::fake_host::FakeHost;
 use crate::tests::service_with;
-use crate::worker::{RELATE_UNDER_LOAD_EVERY, cores};
+use crate::worker::{RELATE_UNDER_LOAD_EVERY, RELATE_WHILE_WRITING_EVERY, Round, cores};
 use crate::{RememberRequest, WorkspaceConfig};
 use detect::STEP_ITEMS;
 use mem_core::plugin::{DetectedRelation, PluginsConfig};
@@ -214,20 +214,64 @@ fn calls_on_every_core_hold_the_relations_backlog_back_and_an_idle_server_works_
     // The first step of a loaded server runs (none ran yet); the next
     // waits while every core is busy.
     let calls = busy(&svc, cores());
-    assert!(svc.settle_with(false), "a first step, more pending");
-    assert!(!svc.settle_with(false), "no step while every core is busy");
+    assert!(svc.settle_with(Round::Writes), "a first step, more pending");
+    let ago = |d| *svc.worker.related_at.lock() = std::time::Instant::now().checked_sub(d);
+    ago(RELATE_WHILE_WRITING_EVERY);
+    assert!(
+        !svc.settle_with(Round::Writes),
+        "no step while every core is busy"
+    );
     assert!(svc.related(&first, None, 10, &all).unwrap().pending);
     // Long after the last step, one runs even under load.
-    *svc.worker.related_at.lock() = std::time::Instant::now().checked_sub(RELATE_UNDER_LOAD_EVERY);
-    svc.settle_with(false);
+    ago(RELATE_UNDER_LOAD_EVERY);
+    svc.settle_with(Round::Writes);
     assert!(!svc.related(&first, None, 10, &all).unwrap().pending);
     drop(calls);
-    // Fewer calls than cores: relations go on at once.
+    // Fewer calls than cores: relations go on, a step per interval while
+    // writes arrive.
     remember(&svc, "sled note late", "/n");
     let _one = busy(&svc, cores() - 1);
-    assert!(!svc.settle_with(false), "the step ran and nothing is left");
+    assert!(
+        !svc.settle_with(Round::Writes),
+        "nothing computed within the interval"
+    );
+    assert_eq!(svc.refresh_related(false, 0).unwrap().items, 0);
+    assert!(svc.related(&first, None, 10, &all).unwrap().pending);
+    ago(RELATE_WHILE_WRITING_EVERY);
+    assert!(
+        !svc.settle_with(Round::Writes),
+        "the step ran and nothing is left"
+    );
     let late = svc.refresh_related(false, 100).unwrap();
     assert_eq!(late.items, 0, "{late:?}");
+}
+
+/// Regression: while an agent kept remembering, the worker computed a step
+/// of relations (every candidate compared again in wasm) per write, and
+/// took 40% of a searching server's CPU. Writes in one interval now share
+/// one step; a round without writes waiting computes at once.
+#[test]
+fn writes_arriving_within_the_interval_share_one_step_of_relations() {
+    let (_d, svc) = service_with(WorkspaceConfig::default());
+    let svc = svc.with_plugins(Arc::new(words()));
+    let first = remember(&svc, "sled note first", "/n");
+    assert!(!svc.settle_with(Round::Writes));
+    assert!(!svc.related(&first, None, 10, &all).unwrap().pending);
+    for i in 0..3 {
+        remember(&svc, &format!("sled note {i}"), "/n");
+        assert!(!svc.settle_with(Round::Writes));
+        assert!(
+            svc.related(&first, None, 10, &all).unwrap().pending,
+            "write {i}"
+        );
+    }
+    *svc.worker.related_at.lock() =
+        std::time::Instant::now().checked_sub(RELATE_WHILE_WRITING_EVERY);
+    svc.settle_with(Round::Writes);
+    assert!(!svc.related(&first, None, 10, &all).unwrap().pending);
+    remember(&svc, "sled note idle", "/n");
+    svc.settle_with(Round::Idle);
+    assert!(!svc.related(&first, None, 10, &all).unwrap().pending);
 }
 
 /// An idle server's worker computes a backlog step after step instead of
