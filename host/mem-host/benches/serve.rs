@@ -496,7 +496,7 @@ fn comparable(mut v: serde_json::Value) -> serde_json::Value {
 
 /// What one client sees of one request.
 enum Outcome {
-    /// 200, with the answer when it was asked for.
+    /// 200 (201 for a write), with the answer when it was asked for.
     Ok(Option<serde_json::Value>),
     /// 503 with retry-after: the server shed the request.
     Shed,
@@ -520,8 +520,8 @@ fn post(agent: &ureq::Agent, url: &str, secret: &str, body: &[u8], parse: bool) 
             let retry_after = r.headers().contains_key("retry-after");
             let text = r.body_mut().read_to_string().unwrap_or_default();
             match status {
-                200 if !parse => Outcome::Ok(None),
-                200 => serde_json::from_str(&text)
+                200 | 201 if !parse => Outcome::Ok(None),
+                200 | 201 => serde_json::from_str(&text)
                     .map_or_else(|e| Outcome::Failed(e.to_string()), |v| Outcome::Ok(Some(v))),
                 503 if retry_after => Outcome::Shed,
                 _ => Outcome::Failed(format!("{status} {text}")),
@@ -758,32 +758,20 @@ fn beside_writes(op: &'static LoadOp, server: u32, base: &str, tokens: [&str; 2]
                     "path": "/bench-writes/beside-searches",
                     "idempotency_key": format!("beside-{}-{}", std::process::id(), acks.len() + errors),
                 });
+                let body = serde_json::to_vec(&body).expect("json");
                 let started = Instant::now();
-                let ok = agent
-                    .post(&url)
-                    .header("authorization", format!("Bearer {secret}"))
-                    .header("content-type", "application/json")
-                    .send(serde_json::to_vec(&body).expect("json"))
-                    .map_err(|e| e.to_string())
-                    .and_then(|mut r| {
-                        let text = r.body_mut().read_to_string().unwrap_or_default();
-                        match r.status().as_u16() {
-                            200 | 201 => Ok(()),
-                            s => Err(format!("{s} {text}")),
+                match post(&agent, &url, &secret, &body, false) {
+                    Outcome::Ok(_) => acks.push(started.elapsed()),
+                    Outcome::Shed => errors += 1,
+                    Outcome::Failed(e) => {
+                        if errors == 0 {
+                            eprintln!(
+                                "  first write error: {}",
+                                e.chars().take(300).collect::<String>()
+                            );
                         }
-                    });
-                if let Err(e) = &ok
-                    && errors == 0
-                {
-                    eprintln!(
-                        "  first write error: {}",
-                        e.chars().take(300).collect::<String>()
-                    );
-                }
-                if ok.is_ok() {
-                    acks.push(started.elapsed());
-                } else {
-                    errors += 1;
+                        errors += 1;
+                    }
                 }
                 next += every;
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));

@@ -199,7 +199,12 @@ impl Access {
 
     /// Whose kept answers a request may replay: the token, or the owner.
     pub(crate) fn replay_identity(&self) -> String {
-        self.token_id.clone().unwrap_or_else(|| "owner".into())
+        self.identity().to_string()
+    }
+
+    /// Who the caller is: its token's id, or the owner.
+    pub(crate) fn identity(&self) -> &str {
+        self.token_id.as_deref().unwrap_or("owner")
     }
 
     /// The actor recorded in provenance and audit for this caller.

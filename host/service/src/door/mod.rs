@@ -126,7 +126,7 @@ impl<'a> Caller<'a> {
     pub fn run<O: Operation>(&self, op: O) -> MemResult<Done<O::Output>> {
         let _running = self.svc.foreground_call();
         self.require(O::SCOPE)?;
-        let _reading = self.svc.reading_as(self.access.replay_identity());
+        let _reading = self.svc.reading_as(self.access.identity());
         if O::REPLAY == Replay::Kept
             && let Some(key) = checked_key(op.idempotency_key())?
         {

@@ -292,9 +292,6 @@ impl Service {
         Ok(out)
     }
 
-    /// Relation detectors compare the new memory with active memories in
-    /// its scope. A contradiction sends the write to review; nothing is
-    /// deleted either way.
     /// The newest active memories of folder `path` (ids sort by creation
     /// time), at most [`MAX_DETECT_CANDIDATES`], except `targets`: what a
     /// new memory may contradict is what the folder says now. (The folder
@@ -334,6 +331,9 @@ impl Service {
         }
     }
 
+    /// Relation detectors compare the new memory with active memories in
+    /// its scope. A contradiction sends the write to review; nothing is
+    /// deleted either way.
     pub(crate) fn conflict_findings(
         &self,
         m: &Memory,

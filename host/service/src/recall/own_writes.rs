@@ -24,7 +24,7 @@ thread_local! {
 /// Held while one caller's call runs (see [`Service::reading_as`]).
 pub(crate) struct ReadingAs<'a> {
     svc: &'a Service,
-    who: String,
+    who: &'a str,
     /// What the call's reads had to find as it began.
     need: u64,
     outer: Option<u64>,
@@ -34,8 +34,8 @@ impl Service {
     /// Runs the reads of the call that follows as `who` (a token id, or
     /// the owner): they find `who`'s own acknowledged writes. When the
     /// guard drops, a write the call made is remembered as `who`'s.
-    pub(crate) fn reading_as(&self, who: String) -> ReadingAs<'_> {
-        let need = self.recall.writes_of.lock().get(&who).copied().unwrap_or(0);
+    pub(crate) fn reading_as<'a>(&'a self, who: &'a str) -> ReadingAs<'a> {
+        let need = self.recall.writes_of.lock().get(who).copied().unwrap_or(0);
         let outer = MUST_SEE.replace(Some(need));
         ReadingAs {
             svc: self,
@@ -72,7 +72,7 @@ impl Drop for ReadingAs<'_> {
         let mine = MUST_SEE.get().unwrap_or(0);
         if mine > self.need {
             let mut of = self.svc.recall.writes_of.lock();
-            let seen = of.entry(std::mem::take(&mut self.who)).or_default();
+            let seen = of.entry(self.who.to_string()).or_default();
             *seen = (*seen).max(mine);
         }
         MUST_SEE.set(self.outer);
