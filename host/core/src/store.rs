@@ -324,6 +324,11 @@ impl From<StoreError> for MemError {
 ///   shared backend across hosts too).
 pub trait Store: Send + Sync {
     fn get(&self, table: Table, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// The values of `keys`, in the order asked (`None` where absent): one
+    /// round trip for a shared store, where a `get` each would be one per key.
+    fn get_many(&self, table: Table, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        keys.iter().map(|k| self.get(table, k)).collect()
+    }
     fn scan(&self, table: Table, scan: &Scan<'_>) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
     fn count(&self, table: Table) -> Result<u64, StoreError>;
     fn commit(&self, batch: Batch, durability: Durability) -> Result<Committed, StoreError>;

@@ -33,6 +33,7 @@ macro_rules! store_conformance_tests {
             conditional_batches,
             log_order,
             scans_with_prefix_cursor_and_reverse,
+            many_keys_are_read_in_the_order_asked,
             blob_refcounts,
             crash_between_blob_write_and_commit,
             large_blobs_round_trip,
@@ -226,6 +227,29 @@ pub fn scans_with_prefix_cursor_and_reverse(a: &Arc<dyn Store>, b: &Arc<dyn Stor
     assert_eq!(scan("\u{10348}", None, 100, true), ["\u{10348}"]);
     assert!(scan("c", None, 100, false).is_empty());
     assert_eq!(a.count(Table::Folders).unwrap(), keys.len() as u64);
+}
+
+/// `get_many` answers each key in the order asked, absent and repeated
+/// keys included, as a `get` of each would.
+pub fn many_keys_are_read_in_the_order_asked(a: &Arc<dyn Store>, b: &Arc<dyn Store>) {
+    let mut batch = Batch::new();
+    for k in ["m/1", "m/2", "m/\u{e9}", "m\u{0}z"] {
+        batch.put(Table::Memories, k, format!("value of {k}").into_bytes());
+    }
+    a.commit(batch, Durability::Immediate).unwrap();
+    let keys = ["m\u{0}z", "m/absent", "m/1", "m/\u{e9}", "m/1", "m/2"];
+    let many = b.get_many(Table::Memories, &keys).unwrap();
+    let one_by_one: Vec<_> = keys
+        .iter()
+        .map(|k| b.get(Table::Memories, k).unwrap())
+        .collect();
+    assert_eq!(many, one_by_one);
+    assert_eq!(many[1], None);
+    assert_eq!(many[2].as_deref(), Some(&b"value of m/1"[..]));
+    assert_eq!(many[4], many[2]);
+    assert!(b.get_many(Table::Memories, &[]).unwrap().is_empty());
+    // Another table's keys are not found.
+    assert_eq!(b.get_many(Table::Folders, &["m/1"]).unwrap(), [None]);
 }
 
 /// References count up and down in commits; the last one drops the blob;

@@ -2,7 +2,8 @@
 //!
 //! `cargo bench -p mem-host --bench ingest` takes `MEM_BENCH_MEMORIES`
 //! short memories of the serve bench's corpus (default 20000; `-- --memories
-//! N` overrides) and prints, in one run:
+//! N` overrides; `-- --only cli` or `-- --only rest` runs one ingest path)
+//! and prints, in one run:
 //!
 //! - the limit: the installed model alone embedding the same texts, in the
 //!   groups the index embeds them in;
@@ -187,10 +188,17 @@ fn rest_ingest(lines: &[serde_json::Value], limit: f64) {
     let started = Instant::now();
     let (times, failed) = write_all(&base, &secret, lines, WRITERS, "many");
     let acked = started.elapsed();
-    // A search first replays what the index is behind on.
+    // A search first replays what the index is behind on: the writes the
+    // server acknowledged faster than it embeds them (nothing bounds that
+    // backlog), so it may take minutes.
+    let patient: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(3600)))
+        .build()
+        .into();
     assert!(
         post(
-            &http_agent(),
+            &patient,
             &format!("{base}/v1/search"),
             &secret,
             "search",
@@ -246,6 +254,14 @@ fn main() {
     println!(
         "embedding limit (the model alone, {n} texts in groups of {GROUP}): {limit:.0} texts/s"
     );
-    cli_ingest(&lines, limit);
-    rest_ingest(&lines, limit);
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1));
+    if only.is_none_or(|o| o == "cli") {
+        cli_ingest(&lines, limit);
+    }
+    if only.is_none_or(|o| o == "rest") {
+        rest_ingest(&lines, limit);
+    }
 }

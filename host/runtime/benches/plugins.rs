@@ -3,14 +3,16 @@
 //! Prints, per first-party plugin, cold compile (install) vs warm load
 //! from the on-disk cache (a reopened runtime's first call minus a warm
 //! call); the per-call overhead (fresh store + instantiate + a trivial
-//! `accepts`); and processing 1 KiB and 1 MiB of Markdown through `text`.
+//! `accepts`); processing 1 KiB and 1 MiB of Markdown through `text`; and
+//! the `conflicts` detector comparing a new memory with 100 candidates (the
+//! write path's relation check, once per remember).
 //! Targets (issue 3): warm load < 20 ms, call overhead < 50 µs, 1 MiB <
 //! 0.5 ms plus the plugin's own work.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mem_core::plugin::{FileInput, InstallOptions, PluginHost, PluginsConfig};
+use mem_core::plugin::{DetectItem, FileInput, InstallOptions, PluginHost, PluginsConfig};
 use mem_runtime::WasmPluginHost;
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -27,6 +29,38 @@ fn markdown(bytes: usize) -> Vec<u8> {
     }
     s.truncate(bytes);
     s.into_bytes()
+}
+
+/// A claim of 8 to 17 words drawn from a small vocabulary, so that some
+/// candidates share words with the subject and most do not.
+fn claim(seed: &mut u64, i: usize) -> DetectItem {
+    const WORDS: &[&str] = &[
+        "staging", "database", "runs", "postgres", "deploy", "friday", "cache", "redis", "timeout",
+        "seconds", "service", "api", "limit", "requests", "minute", "team", "prefers", "tabs",
+        "spaces", "build", "uses", "cargo", "release", "branch", "main", "review", "needs",
+        "approval", "owner", "alice", "bob", "logs", "rotate", "daily", "backup", "nightly",
+        "region", "eu", "west", "cluster", "nodes", "memory", "gb", "disk", "ssd", "latency", "ms",
+        "queue", "workers", "retry", "policy", "not",
+    ];
+    let mut next = || {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (*seed >> 33) as usize
+    };
+    let n = 8 + next() % 10;
+    let mut words: Vec<String> = (0..n)
+        .map(|_| WORDS[next() % WORDS.len()].to_string())
+        .collect();
+    words.push(format!("{}", next() % 64));
+    DetectItem {
+        id: format!("m{i}"),
+        kind: "fact".into(),
+        role: Some("assertion".into()),
+        text: words.join(" "),
+        path: "/bench".into(),
+        tags: Vec::new(),
+    }
 }
 
 fn open(dir: &std::path::Path) -> WasmPluginHost {
@@ -115,4 +149,22 @@ fn main() {
             median(samples).as_secs_f64() * 1e3
         );
     }
+
+    let mut seed = 11;
+    let subject = claim(&mut seed, 0);
+    let candidates: Vec<DetectItem> = (1..=100).map(|i| claim(&mut seed, i)).collect();
+    let mut samples = Vec::new();
+    let mut found = 0;
+    for _ in 0..300 {
+        let t = Instant::now();
+        found = host
+            .detect("conflicts", &subject, &candidates)
+            .expect("detect")
+            .len();
+        samples.push(t.elapsed());
+    }
+    println!(
+        "conflicts, 1 memory vs 100 candidates: {:.3} ms median ({found} relations)",
+        median(samples).as_secs_f64() * 1e3
+    );
 }

@@ -67,6 +67,26 @@ pub(crate) fn load<T: DeserializeOwned>(
     }
 }
 
+/// The records of `keys` that exist, in the order asked: one read of the
+/// store for them all.
+pub(crate) fn load_many<T: DeserializeOwned>(
+    store: &dyn Store,
+    table: Table,
+    keys: &[&str],
+) -> MemResult<Vec<Stored<T>>> {
+    let values = store.get_many(table, keys)?;
+    keys.iter()
+        .zip(values)
+        .filter_map(|(key, raw)| raw.map(|raw| (key, raw)))
+        .map(|(key, raw)| {
+            Ok(Stored {
+                value: decode(table, key, &raw)?,
+                raw,
+            })
+        })
+        .collect()
+}
+
 /// Every (key, value) of `table` under `prefix`, in key order.
 pub(crate) fn scan_all(
     store: &dyn Store,

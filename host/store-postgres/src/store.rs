@@ -308,6 +308,32 @@ impl Store for PgStore {
         })
     }
 
+    fn get_many(&self, table: Table, keys: &[&str]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wanted: Vec<Vec<u8>> = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
+        let found = self.run(move |i| async move {
+            let c = i.client().await?;
+            let stmt = c
+                .prepare_cached(&format!(
+                    "SELECT k, v FROM {} WHERE k = ANY($1)",
+                    i.table(table)
+                ))
+                .await
+                .map_err(|e| i.pg(e))?;
+            let rows = c.query(&stmt, &[&wanted]).await.map_err(|e| i.pg(e))?;
+            Ok(rows
+                .into_iter()
+                .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1)))
+                .collect::<std::collections::HashMap<_, _>>())
+        })?;
+        Ok(keys
+            .iter()
+            .map(|k| found.get(k.as_bytes()).cloned())
+            .collect())
+    }
+
     fn scan(&self, table: Table, scan: &Scan<'_>) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
         let (lo, hi) = scan_bounds(scan);
         let limit = i64::try_from(scan.limit).unwrap_or(i64::MAX);

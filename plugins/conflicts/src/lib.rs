@@ -22,11 +22,13 @@
 #[cfg(test)]
 mod fixtures;
 mod profile;
+mod sketch;
 
 use mem_plugin_sdk::types::*;
 use mem_plugin_sdk::{RelationDetector, config};
 
 pub use profile::{Profile, profile};
+use sketch::Sketch;
 
 pub struct Conflicts;
 
@@ -112,10 +114,17 @@ fn compare(s: &Profile, p: &Profile, sim: f32, t: Thresholds, claims: bool) -> V
 /// Relations from `subject` to the candidates.
 pub fn relate(subject: &Item, candidates: &[Item], t: Thresholds) -> Vec<Relation> {
     let s = profile(&subject.text);
+    // Every relation needs this much overlap, except a conflict between two
+    // texts of numbers alone (no content words to overlap).
+    let floor = t.topic.min(t.conflict).min(t.duplicate);
     let mut out = Vec::new();
     for c in candidates.iter().filter(|c| c.id != subject.id) {
+        let sketch = Sketch::of(&c.text);
+        let sim = s.sketch.similarity(&sketch);
+        if sim < floor && !(s.sketch.is_empty() && sketch.is_empty()) {
+            continue;
+        }
         let p = profile(&c.text);
-        let sim = s.similarity(&p);
         let claims = is_claim(subject) && is_claim(c);
         let shared = || format!("{:.0}% of the words are shared", sim * 100.0);
         match compare(&s, &p, sim, t, claims) {
@@ -186,6 +195,19 @@ mod tests {
             .as_ref()
             .expect("a conflict carries its difference");
         (d.subject.as_str(), d.target.as_str())
+    }
+
+    #[test]
+    fn claims_of_numbers_alone_still_compare_by_their_numbers() {
+        // No content words to overlap: the overlap's shortcut must not
+        // pass them over.
+        let rels = relate(
+            &item("s", "assertion", "16"),
+            &[item("c", "assertion", "17"), item("d", "assertion", "16")],
+            Thresholds::default(),
+        );
+        assert_eq!(kinds(&rels), [("conflicts_with", "c")]);
+        assert_eq!(difference(&rels[0]), ("16", "17"));
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 
 use mem_plugin_sdk::text::is_stopword;
 
+use crate::sketch::Sketch;
+
 const NEGATIONS: &[&str] = &[
     "not",
     "no",
@@ -22,35 +24,6 @@ const NEGATIONS: &[&str] = &[
     "nor",
     "didn't",
     "wasn't",
-];
-
-/// Pairs of words that state opposite claims about one subject.
-const OPPOSITES: &[(&str, &str)] = &[
-    ("enable", "disable"),
-    ("enabled", "disabled"),
-    ("true", "false"),
-    ("allow", "deny"),
-    ("allowed", "denied"),
-    ("always", "never"),
-    ("on", "off"),
-    ("yes", "no"),
-    ("use", "avoid"),
-    ("prefer", "avoid"),
-    ("include", "exclude"),
-    ("increase", "decrease"),
-    ("before", "after"),
-    ("works", "broken"),
-    ("working", "broken"),
-    ("works", "fails"),
-    ("passes", "fails"),
-    ("like", "dislike"),
-    ("likes", "dislikes"),
-    ("love", "hate"),
-    ("loves", "hates"),
-    ("likes", "hates"),
-    ("required", "optional"),
-    ("supported", "unsupported"),
-    ("open", "closed"),
 ];
 
 /// Words that carry neither subject nor claim (auxiliaries, intensifiers).
@@ -132,7 +105,8 @@ pub struct Profile {
     pub negated: bool,
     /// Its numbers are positions in a series, counters or times of a log.
     pub series: bool,
-    all: BTreeSet<String>,
+    /// Its content words and opposite words, for the overlap.
+    pub sketch: Sketch,
 }
 
 fn is_number(w: &str) -> bool {
@@ -143,16 +117,16 @@ fn is_negation(w: &str) -> bool {
     NEGATIONS.contains(&w)
 }
 
-fn is_content(w: &str) -> bool {
+pub(crate) fn is_content(w: &str) -> bool {
     !is_stopword(w) && !FILLER.contains(&w) && !is_negation(w) && !is_number(w)
 }
 
 /// A crude stem, enough to match `runs` with `run` and `uses` with `use`.
-fn stem(w: &str) -> String {
+pub(crate) fn stem(w: &str) -> &str {
     let w = w.strip_suffix("'s").unwrap_or(w);
     match w.strip_suffix('s') {
-        Some(s) if s.chars().count() >= 3 && !s.ends_with('s') => s.to_string(),
-        _ => w.to_string(),
+        Some(s) if s.chars().count() >= 3 && !s.ends_with('s') => s,
+        _ => w,
     }
 }
 
@@ -173,35 +147,44 @@ fn is_ordinal(n: &str) -> bool {
         && matches!(suffix, "st" | "nd" | "rd" | "th")
 }
 
-/// Splits text into lower-case words and numbers. A number keeps its
+/// Calls `each` with the lower-case words and numbers of `text`, in order;
+/// returns whether one of them is a time or a date. A number keeps its
 /// inner punctuation (`16.2`, `10:00`, `2026-03-01`), so it compares whole.
-fn tokenize(text: &str) -> (Vec<String>, bool) {
-    let mut tokens = Vec::new();
+/// One buffer serves every word: a candidate is read without allocating.
+pub(crate) fn each_token(text: &str, mut each: impl FnMut(&str)) -> bool {
     let mut dated = false;
+    let mut lower = String::new();
     for raw in text.split_whitespace() {
         let raw = raw.trim_matches(|c: char| !(c.is_alphanumeric() || c == '#'));
         if raw.is_empty() {
             continue;
         }
-        let lower = raw.to_lowercase();
+        lower.clear();
+        if raw.is_ascii() {
+            lower.push_str(raw);
+            lower.make_ascii_lowercase();
+        } else {
+            lower.push_str(&raw.to_lowercase());
+        }
         if is_number(&lower) {
             dated |= is_clock_or_date(&lower);
             // `#3` is a position: keep the mark for the series check.
-            tokens.push(lower);
+            each(&lower);
             continue;
         }
         for w in lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')) {
             let w = w.trim_matches('\'');
             if !w.is_empty() {
-                tokens.push(w.to_string());
+                each(w);
             }
         }
     }
-    (tokens, dated)
+    dated
 }
 
 pub fn profile(text: &str) -> Profile {
-    let (tokens, dated) = tokenize(text);
+    let mut tokens = Vec::new();
+    let dated = each_token(text, |w| tokens.push(w.to_string()));
     let negated = tokens.iter().filter(|w| is_negation(w)).count() % 2 == 1;
     let mut numbers: Vec<String> = Vec::new();
     let mut seen = BTreeSet::new();
@@ -225,32 +208,23 @@ pub fn profile(text: &str) -> Profile {
     let terms = tokens
         .iter()
         .filter(|w| is_content(w))
-        .map(|w| stem(w))
+        .map(|w| stem(w).to_string())
         .collect();
-    let all = tokens.iter().cloned().collect();
+    let sketch = Sketch::of_tokens(tokens.iter().map(String::as_str));
     Profile {
         tokens,
         terms,
         numbers,
         negated,
         series,
-        all,
+        sketch,
     }
 }
 
 impl Profile {
     /// Opposite words: the one this text has, the one `other` has.
     pub fn opposite_to(&self, other: &Profile) -> Option<(&'static str, &'static str)> {
-        OPPOSITES.iter().find_map(|&(x, y)| {
-            let has = |p: &Profile, w: &str| p.all.contains(w);
-            if has(self, x) && has(other, y) && !has(self, y) && !has(other, x) {
-                Some((x, y))
-            } else if has(self, y) && has(other, x) && !has(self, x) && !has(other, y) {
-                Some((y, x))
-            } else {
-                None
-            }
-        })
+        self.sketch.opposite_to(&other.sketch)
     }
 
     fn terms_without(&self, opposite: Option<(&str, &str)>) -> BTreeSet<String> {
@@ -259,7 +233,7 @@ impl Profile {
                 let (x, y) = (stem(x), stem(y));
                 self.terms
                     .iter()
-                    .filter(|w| **w != x && **w != y)
+                    .filter(|w| w.as_str() != x && w.as_str() != y)
                     .cloned()
                     .collect()
             }
@@ -270,13 +244,7 @@ impl Profile {
     /// Jaccard similarity of the content words; opposite words differ by
     /// design, so the rest is compared.
     pub fn similarity(&self, other: &Profile) -> f32 {
-        let opposite = self.opposite_to(other);
-        let (a, b) = (self.terms_without(opposite), other.terms_without(opposite));
-        let union = a.union(&b).count();
-        if union == 0 {
-            return 0.0;
-        }
-        a.intersection(&b).count() as f32 / union as f32
+        self.sketch.similarity(&other.sketch)
     }
 
     /// Content words only this text has, and only `other` has, apart from
@@ -341,14 +309,14 @@ impl Profile {
 
     /// Words of this text (negations included) whose stems `other` lacks.
     fn own_words(&self, other: &Profile) -> Vec<&String> {
-        let other_stems: BTreeSet<String> = other.tokens.iter().map(|w| stem(w)).collect();
+        let other_stems: BTreeSet<&str> = other.tokens.iter().map(|w| stem(w)).collect();
         self.tokens
             .iter()
             .filter(|w| {
                 !is_stopword(w)
                     && !FILLER.contains(&w.as_str())
                     && !is_number(w)
-                    && !other_stems.contains(&stem(w))
+                    && !other_stems.contains(stem(w))
             })
             .collect()
     }

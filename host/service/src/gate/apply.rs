@@ -6,7 +6,7 @@ use super::{Finding, Proposal, ProposalOp, finding};
 use crate::Service;
 use crate::audit::{Actor, AuditDraft};
 use crate::budget::UsageChange;
-use crate::records::{encode, load};
+use crate::records::{encode, load, load_many};
 use crate::types::TypeRegistry;
 use mem_core::id::{self, new_id};
 use mem_core::model::{Governance, Lifecycle, Memory, Relation};
@@ -294,10 +294,11 @@ impl Service {
 
     /// The newest active memories of folder `path` (ids sort by creation
     /// time), at most [`MAX_DETECT_CANDIDATES`], except `targets`: what a
-    /// new memory may contradict is what the folder says now. (The folder
+    /// new memory may contradict is what the folder says now. A page's
+    /// records are read at once (one round trip on a shared store). (The folder
     /// was read whole, oldest first, on every write: 5,000 keys a write in
     /// a folder of 5,000 memories, to compare with its oldest 100.)
-    fn newest_active_in(&self, path: &str, targets: &[Memory]) -> MemResult<Vec<Memory>> {
+    fn newest_active_in(&self, path: &str, targets: &[Memory]) -> MemResult<Vec<Candidate>> {
         let prefix = format!("{path}\0");
         let mut out = Vec::new();
         let mut after: Option<String> = None;
@@ -312,18 +313,21 @@ impl Service {
                 },
             )?;
             let exhausted = page.len() < MAX_DETECT_CANDIDATES;
-            for (key, _) in page {
-                if let Some(id) = key.split('\0').nth(1)
-                    && !targets.iter().any(|t| t.id == id)
-                    && let Some(c) = load::<Memory>(self.store(), Table::Memories, id)?
-                    && c.value.lifecycle == Lifecycle::Active
-                {
-                    out.push(c.value);
-                    if out.len() >= MAX_DETECT_CANDIDATES {
-                        return Ok(out);
-                    }
+            after = page.last().map(|(key, _)| key.clone());
+            let ids: Vec<&str> = page
+                .iter()
+                .filter_map(|(key, _)| key.split('\0').nth(1))
+                .filter(|id| !targets.iter().any(|t| t.id == *id))
+                .collect();
+            let active = load_many::<Candidate>(self.store(), Table::Memories, &ids)?
+                .into_iter()
+                .map(|c| c.value)
+                .filter(|c| c.lifecycle == Lifecycle::Active);
+            for c in active {
+                out.push(c);
+                if out.len() >= MAX_DETECT_CANDIDATES {
+                    return Ok(out);
                 }
-                after = Some(key);
             }
             if exhausted {
                 return Ok(out);
@@ -350,8 +354,8 @@ impl Service {
         let registry = &config.types.registry;
         let candidates: Vec<_> = self
             .newest_active_in(m.path.as_str(), targets)?
-            .iter()
-            .map(|c| detect_item(registry, c))
+            .into_iter()
+            .map(|c| c.into_item(registry))
             .collect();
         if candidates.is_empty() {
             return Ok(Vec::new());
@@ -384,6 +388,31 @@ impl Service {
             }
         }
         Ok(out)
+    }
+}
+
+/// What the relation check reads of a candidate memory: up to 100 are read
+/// on every write, and the rest of a record (its relations, provenance,
+/// governance) is skipped rather than built.
+#[derive(serde::Deserialize)]
+struct Candidate {
+    id: String,
+    kind: String,
+    content: Option<String>,
+    path: String,
+    lifecycle: Lifecycle,
+}
+
+impl Candidate {
+    fn into_item(self, registry: &TypeRegistry) -> DetectItem {
+        DetectItem {
+            role: claim_role(registry, &self.kind),
+            id: self.id,
+            kind: self.kind,
+            text: self.content.unwrap_or_default(),
+            path: self.path,
+            tags: Vec::new(),
+        }
     }
 }
 
