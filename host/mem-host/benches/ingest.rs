@@ -23,7 +23,8 @@
 
 mod common;
 
-use common::{Lcg, corpus_memory, du, env_usize, http_agent, mem, mem_watching_rss, percentile};
+use common::{Lcg, corpus_memory, du, env_usize, http_agent, http_agent_waiting};
+use common::{mem, mem_watching_rss, percentile};
 use common::{rss_of, start_server, stop_server, token_secret};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -191,14 +192,9 @@ fn rest_ingest(lines: &[serde_json::Value], limit: f64) {
     // A search first replays what the index is behind on: the writes the
     // server acknowledged faster than it embeds them (nothing bounds that
     // backlog), so it may take minutes.
-    let patient: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(3600)))
-        .build()
-        .into();
     assert!(
         post(
-            &patient,
+            &http_agent_waiting(Duration::from_secs(3600)),
             &format!("{base}/v1/search"),
             &secret,
             "search",

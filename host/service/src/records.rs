@@ -58,13 +58,17 @@ pub(crate) fn load<T: DeserializeOwned>(
     table: Table,
     key: &str,
 ) -> MemResult<Option<Stored<T>>> {
-    match store.get(table, key)? {
-        Some(raw) => Ok(Some(Stored {
-            value: decode(table, key, &raw)?,
-            raw,
-        })),
-        None => Ok(None),
-    }
+    store
+        .get(table, key)?
+        .map(|raw| stored(table, key, raw))
+        .transpose()
+}
+
+fn stored<T: DeserializeOwned>(table: Table, key: &str, raw: Vec<u8>) -> MemResult<Stored<T>> {
+    Ok(Stored {
+        value: decode(table, key, &raw)?,
+        raw,
+    })
 }
 
 /// The records of `keys` that exist, in the order asked: one read of the
@@ -77,13 +81,7 @@ pub(crate) fn load_many<T: DeserializeOwned>(
     let values = store.get_many(table, keys)?;
     keys.iter()
         .zip(values)
-        .filter_map(|(key, raw)| raw.map(|raw| (key, raw)))
-        .map(|(key, raw)| {
-            Ok(Stored {
-                value: decode(table, key, &raw)?,
-                raw,
-            })
-        })
+        .filter_map(|(key, raw)| raw.map(|raw| stored(table, key, raw)))
         .collect()
 }
 

@@ -241,12 +241,6 @@ impl Profile {
         }
     }
 
-    /// Jaccard similarity of the content words; opposite words differ by
-    /// design, so the rest is compared.
-    pub fn similarity(&self, other: &Profile) -> f32 {
-        self.sketch.similarity(&other.sketch)
-    }
-
     /// Content words only this text has, and only `other` has, apart from
     /// the opposite words.
     pub fn residual(

@@ -272,9 +272,15 @@ pub fn token_secret(ws: &Path, name: &str, scopes: &str) -> String {
 
 /// An HTTP client that returns error statuses as answers.
 pub fn http_agent() -> ureq::Agent {
+    http_agent_waiting(Duration::from_secs(30))
+}
+
+/// An HTTP client that returns error statuses as answers and waits up to
+/// `timeout` for each.
+pub fn http_agent_waiting(timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
+        .timeout_global(Some(timeout))
         .build()
         .into()
 }
