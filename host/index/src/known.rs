@@ -26,7 +26,10 @@ impl NativeIndex {
     /// is then the new text's).
     pub fn known_vector(&self, model: &str, text: &str) -> Option<Vec<f32>> {
         let sem = self.semantic.as_ref()?;
-        if sem.embedder.model_id() != model || sem.failed.lock().is_some() {
+        if sem.embedder.model_id() != model
+            || sem.failed.lock().is_some()
+            || !sem.digests_vouch(self.watermark.load(std::sync::atomic::Ordering::SeqCst))
+        {
             return None;
         }
         let sig = digest64(text);

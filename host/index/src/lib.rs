@@ -16,18 +16,17 @@ mod fusion;
 mod known;
 mod lexical;
 mod query_cache;
+mod semantic;
 mod vectors;
 
-use catalog::{
-    Catalog, DocMeta, Stamp, embedding_text, encode_snapshot, key_of, lifecycle_only,
-    load_snapshot, overfetch, save_snapshot,
-};
+use catalog::{Catalog, DocMeta, Stamp, encode_snapshot, key_of, load_snapshot, save_snapshot};
 use fusion::{Fusion, fuse, prefer_period};
 use mem_core::index::{
     Embedder, IndexDoc, IndexError, IndexHit, IndexStats, Lane, LaneReport, LaneStatus,
     SearchIndex, SearchRequest, SearchResponse,
 };
 use parking_lot::{Mutex, RwLock};
+use semantic::{MIN_SIMILARITY, Semantic};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -58,36 +57,6 @@ const FUSION: Fusion = Fusion::Linear {
 /// comparably relevant hits, too small to lift a weak one over a strong
 /// match.
 const PERIOD_BOOST: f32 = 0.3;
-
-/// Cosine similarity below which a nearest neighbour is not evidence: the
-/// semantic lane always returns its k nearest, and without a floor a query
-/// about nothing in the workspace would still get (min-max normalized,
-/// hence full-weight) semantic hits. all-MiniLM-L6-v2 puts unrelated
-/// sentences below 0.2; LoCoMo recall_any@10 is 81.3 with no floor, 0.2
-/// and 0.3 alike (MRR 53.0 each), so the floor costs no recall there.
-const MIN_SIMILARITY: f32 = 0.2;
-
-/// The semantic lane's answer: hits at or above the similarity floor, and
-/// how many of the nearest fell below it (reported in the lane's message).
-struct SemanticHits {
-    hits: Vec<(String, f32)>,
-    below_floor: usize,
-}
-
-struct Semantic {
-    embedder: Arc<dyn Embedder>,
-    vectors: RwLock<Vectors>,
-    /// Set when embedding failed in this process: vectors then keep their
-    /// old watermark, so a later open replays what they missed.
-    failed: Mutex<Option<String>>,
-    /// Vectors of documents removed since the last commit, by key, with
-    /// the digest of the text they embed. Re-indexing a record (a memory
-    /// whose neighbours changed, a file re-processed) removes and re-adds
-    /// its documents; one whose text is unchanged keeps its vector instead
-    /// of being embedded again. What is still here at commit is deleted.
-    retired: Mutex<HashMap<u64, u64>>,
-    queries: query_cache::QueryCache,
-}
 
 /// The workspace's search index (lexical + optional semantic lane).
 pub struct NativeIndex {
@@ -189,6 +158,11 @@ impl NativeIndex {
                 if !rebuild {
                     vectors.drop_unknown(|k| catalog.get(k).is_some())?;
                 }
+                let trails_until = if !rebuild && vectors.watermark() < lex_wm {
+                    lex_wm
+                } else {
+                    0
+                };
                 watermark = watermark.min(vectors.watermark());
                 Some(Semantic {
                     embedder,
@@ -196,6 +170,7 @@ impl NativeIndex {
                     failed: Mutex::new(None),
                     retired: Mutex::new(HashMap::new()),
                     queries: Default::default(),
+                    trails_until,
                 })
             }
             None => None,
@@ -250,96 +225,6 @@ impl NativeIndex {
         state.saved = Some(stamp);
         state.saved_at = Some(std::time::Instant::now());
         Ok(())
-    }
-
-    /// Embeds the documents whose vector is missing or stale. `prior` is
-    /// the embedding digest each document had before this upsert (`None`
-    /// when it is new).
-    fn embed_docs(
-        &self,
-        sem: &Semantic,
-        docs: &[IndexDoc],
-        metas: &[DocMeta],
-        prior: &[Option<u64>],
-    ) -> Result<(), IndexError> {
-        let stale: Vec<usize> = {
-            let vectors = sem.vectors.read();
-            (0..docs.len())
-                .filter(|&i| {
-                    prior[i] != Some(metas[i].embed_sig)
-                        || !vectors.contains(key_of(&docs[i].doc_id))
-                })
-                .collect()
-        };
-        let texts: Vec<&str> = stale.iter().map(|&i| embedding_text(&docs[i])).collect();
-        let vecs = sem.embedder.embed(&texts)?;
-        let mut store = sem.vectors.write();
-        for (&i, v) in stale.iter().zip(vecs) {
-            store.upsert(key_of(&docs[i].doc_id), &v)?;
-        }
-        Ok(())
-    }
-
-    fn semantic_lane(
-        &self,
-        sem: &Semantic,
-        req: &SearchRequest,
-        depth: usize,
-    ) -> Result<SemanticHits, IndexError> {
-        if let Some(msg) = sem.failed.lock().clone() {
-            return Err(IndexError::Embedding(msg));
-        }
-        let q = match sem.queries.get(&req.query) {
-            Some(q) => q,
-            None => {
-                let q = Arc::new(
-                    sem.embedder
-                        .embed(&[req.query.as_str()])?
-                        .into_iter()
-                        .next()
-                        .unwrap_or_default(),
-                );
-                sem.queries.put(&req.query, q.clone());
-                q
-            }
-        };
-        let catalog = self.catalog.read();
-        let allowed = |k: u64| catalog.get(k).is_some_and(|m| m.passes(&req.filters));
-        let vectors = sem.vectors.read();
-        // Lifecycle only (most documents pass) in a graph too large to
-        // compare exhaustively: the plain graph search, checked afterwards,
-        // spares a call into the catalog per visited node (a tenth of a
-        // hybrid search's CPU at 100k memories); a page the check leaves
-        // short is searched again with the filter.
-        let mut found = None;
-        if lifecycle_only(&req.filters) && catalog.len() > vectors::EXACT_BELOW {
-            let want = overfetch(depth);
-            let nearest = vectors.search(&q, want, None, None)?;
-            let whole = nearest.len() < want;
-            let passing: Vec<(u64, f32)> = nearest
-                .into_iter()
-                .filter(|(k, _)| allowed(*k))
-                .take(depth)
-                .collect();
-            if passing.len() == depth || whole {
-                found = Some(passing);
-            }
-        }
-        let found = match found {
-            Some(f) => f,
-            None => {
-                let exact = catalog.passing_up_to(&req.filters, vectors::EXACT_BELOW);
-                vectors.search(&q, depth, exact.as_deref(), Some(&allowed))?
-            }
-        };
-        let floor = MIN_SIMILARITY;
-        let below_floor = found.iter().filter(|(_, s)| *s < floor).count();
-        let hits = found
-            .into_iter()
-            .filter(|(_, s)| *s >= floor)
-            .filter_map(|(k, s)| catalog.get(k).map(|m| (m.doc_id.to_string(), s)))
-            .collect();
-        Ok(SemanticHits { hits, below_floor })
     }
 }
 
@@ -422,6 +307,10 @@ impl SearchIndex for NativeIndex {
         }
         let metas: Vec<DocMeta> = docs.iter().map(DocMeta::of).collect();
         self.lexical.upsert(&docs, &metas)?;
+        let vouched = self
+            .semantic
+            .as_ref()
+            .is_none_or(|sem| sem.digests_vouch(self.watermark()));
         let prior: Vec<Option<u64>> = {
             let c = self.catalog.read();
             let mut staged = self.staged.lock();
@@ -447,7 +336,7 @@ impl SearchIndex for NativeIndex {
                         .or_default()
                         .push((key, m.embed_sig));
                     staged.changes.push(Change::Insert(key, m.clone()));
-                    was
+                    was.filter(|_| vouched)
                 })
                 .collect()
         };
@@ -540,19 +429,21 @@ impl SearchIndex for NativeIndex {
         self.watermark.load(Ordering::SeqCst)
     }
 
+    /// Empties the index for a rebuild, keeping the vectors whose text
+    /// comes back (`Semantic::keep_for_rebuild`): a rebuild with the same
+    /// model re-embeds only what changed (at 1M memories the model's work
+    /// is an hour on two cores).
     fn clear(&self) -> Result<(), IndexError> {
         self.lexical.clear()?;
-        {
+        let staged = {
             let mut staged = self.staged.lock();
-            *staged = Staged::default();
+            let before = std::mem::take(&mut *staged);
             staged.cleared = true;
             staged.changes.push(Change::Clear);
-        }
+            before
+        };
         if let Some(sem) = &self.semantic {
-            sem.vectors.write().clear()?;
-            sem.retired.lock().clear();
-            sem.queries.clear();
-            *sem.failed.lock() = None;
+            sem.keep_for_rebuild(&self.catalog, &staged, self.watermark())?;
         }
         Ok(())
     }
@@ -721,3 +612,5 @@ impl Drop for NativeIndex {
 mod snapshot_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vector_life_tests;

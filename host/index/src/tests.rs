@@ -7,7 +7,7 @@ use super::*;
 use mem_core::index::{SearchFilters, SourceKind};
 
 /// Hashed bag of words: texts sharing words get similar vectors.
-struct WordHashEmbedder;
+pub(crate) struct WordHashEmbedder;
 
 impl Embedder for WordHashEmbedder {
     fn model_id(&self) -> &str {
@@ -63,7 +63,7 @@ pub(crate) fn req(q: &str, filters: SearchFilters) -> SearchRequest {
     }
 }
 
-fn ids(r: &SearchResponse) -> Vec<&str> {
+pub(crate) fn ids(r: &SearchResponse) -> Vec<&str> {
     r.hits.iter().map(|h| h.doc_id.as_str()).collect()
 }
 
@@ -123,7 +123,7 @@ fn both_lanes_find_and_report_ranks_and_matched_terms() {
 }
 
 /// A secret (`m1`) and a public note (`m2`), committed at 1.
-fn secret_and_public(dir: &Path) -> NativeIndex {
+pub(crate) fn secret_and_public(dir: &Path) -> NativeIndex {
     let ix = open_hashed(dir);
     ix.upsert(vec![
         doc("m1", "secret launch code alpha", "/a"),
@@ -624,215 +624,6 @@ fn real_model_semantic_neighbours_below_the_floor_are_not_evidence() {
     assert_eq!(ids(&r), ["m1"], "{r:?}");
 }
 
-/// Counts the texts it embeds, delegating to [`WordHashEmbedder`].
-#[derive(Default)]
-struct CountingEmbedder(std::sync::atomic::AtomicUsize);
-
-impl Embedder for CountingEmbedder {
-    fn model_id(&self) -> &str {
-        WordHashEmbedder.model_id()
-    }
-    fn dimensions(&self) -> usize {
-        WordHashEmbedder.dimensions()
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
-        self.0.fetch_add(texts.len(), Ordering::SeqCst);
-        WordHashEmbedder.embed(texts)
-    }
-}
-
-#[test]
-fn reindexing_unchanged_text_keeps_its_vector_and_a_change_reembeds() {
-    let tmp = tempfile::tempdir().unwrap();
-    let counter = Arc::new(CountingEmbedder::default());
-    let embedded = || counter.0.load(Ordering::SeqCst);
-    let open = || NativeIndex::open(tmp.path(), Some(counter.clone()), None).unwrap();
-    {
-        let ix = open();
-        ix.upsert(vec![
-            doc("m1", "the garden needs watering", "/a"),
-            doc("m2", "budget review on thursday", "/a"),
-        ])
-        .unwrap();
-        ix.commit(1).unwrap();
-        assert_eq!(embedded(), 2);
-        // Re-indexed with new context but the same text: no new embedding.
-        ix.remove_record("m1").unwrap();
-        let mut again = doc("m1", "the garden needs watering", "/a");
-        again.context = Some("budget review on thursday".into());
-        ix.upsert(vec![again]).unwrap();
-        ix.commit(2).unwrap();
-        assert_eq!(embedded(), 2);
-        // Changed text: embedded again, and the lane finds the new text.
-        ix.remove_record("m2").unwrap();
-        ix.upsert(vec![doc("m2", "holiday plans for august", "/a")])
-            .unwrap();
-        ix.commit(3).unwrap();
-        assert_eq!(embedded(), 3);
-    }
-    // The digests persist: after reopening, unchanged text is not embedded.
-    let ix = open();
-    ix.remove_record("m1").unwrap();
-    ix.upsert(vec![doc("m1", "the garden needs watering", "/a")])
-        .unwrap();
-    ix.commit(4).unwrap();
-    assert_eq!(embedded(), 3);
-    assert_eq!(ix.stats().vectors, 2);
-    let r = ix
-        .search(&req("watering garden", SearchFilters::default()))
-        .unwrap();
-    assert_eq!(r.hits[0].doc_id, "m1");
-    assert!(r.hits[0].semantic_rank.is_some(), "{r:?}");
-    let r = ix
-        .search(&req("august holiday", SearchFilters::default()))
-        .unwrap();
-    assert_eq!(r.hits[0].doc_id, "m2");
-    assert!(r.hits[0].semantic_rank.is_some(), "{r:?}");
-    // A removal that is not followed by a re-add deletes the vector at commit.
-    ix.remove_record("m2").unwrap();
-    ix.commit(5).unwrap();
-    assert_eq!(ix.stats().vectors, 1);
-}
-
-/// Regression for relations embedding every memory a second time: the
-/// plugins' embedder answers texts the index embedded from its vectors.
-#[test]
-fn the_plugins_embedder_answers_indexed_texts_from_their_vectors() {
-    let tmp = tempfile::tempdir().unwrap();
-    let counter = Arc::new(CountingEmbedder::default());
-    let embedded = || counter.0.load(Ordering::SeqCst);
-    let ix = Arc::new(NativeIndex::open(tmp.path(), Some(counter.clone()), None).unwrap());
-    let opened = Arc::new(std::sync::OnceLock::new());
-    let plugins = KnownFirst::new(counter.clone(), opened.clone());
-    let garden = "the garden needs watering";
-    // Before the index is open, every text goes to the model.
-    plugins.embed(&[garden]).unwrap();
-    assert_eq!(embedded(), 1);
-    opened.set(ix.clone()).unwrap();
-    ix.upsert(vec![
-        doc("m1", garden, "/a"),
-        doc("m2", "budget review on thursday", "/a"),
-    ])
-    .unwrap();
-    ix.commit(1).unwrap();
-    assert_eq!(embedded(), 3);
-    let fresh = WordHashEmbedder
-        .embed(&[garden, "unseen words here"])
-        .unwrap();
-    let got = plugins.embed(&[garden, "unseen words here"]).unwrap();
-    assert_eq!(embedded(), 4, "only the text the index lacks is embedded");
-    assert_eq!(got[1], fresh[1]);
-    let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 2e-3);
-    assert_eq!(got[0].len(), fresh[0].len());
-    assert!(
-        close(&got[0], &fresh[0]),
-        "the stored (half precision) vector"
-    );
-    // A text the model answered is kept: asked again, it is not embedded
-    // again (a step of relations asks for the same candidates per item).
-    let before = embedded();
-    let again = plugins.embed(&["unseen words here"]).unwrap();
-    assert_eq!(embedded(), before, "kept from the model's last answer");
-    assert_eq!(again[0], fresh[1]);
-    // Re-indexed with another text and not committed yet: the stored
-    // vector is the new text's, so the old text is not answered with it
-    // (here it comes from the model's answer before the index opened).
-    ix.remove_record("m1").unwrap();
-    ix.upsert(vec![doc("m1", "holiday plans for august", "/a")])
-        .unwrap();
-    let before = embedded();
-    let got = plugins.embed(&[garden]).unwrap();
-    assert_eq!(got[0], fresh[0], "the old text's own vector");
-    let other = "a text only the model knows";
-    plugins.embed(&[other]).unwrap();
-    assert_eq!(embedded(), before + 1);
-    ix.commit(2).unwrap();
-    let got = plugins
-        .embed(&["holiday plans for august", garden])
-        .unwrap();
-    assert_eq!(
-        embedded(),
-        before + 1,
-        "the new text answered by the index, the old from the model's kept answer"
-    );
-    assert!(close(
-        &got[0],
-        &WordHashEmbedder
-            .embed(&["holiday plans for august"])
-            .unwrap()[0]
-    ));
-    // Another model's index is never asked.
-    assert_eq!(
-        ix.known_vector("another-model", "budget review on thursday"),
-        None
-    );
-    assert!(
-        ix.known_vector(counter.model_id(), "budget review on thursday")
-            .is_some()
-    );
-}
-
-/// Drops `ix` the way a killed process leaves it: no deferred save.
-pub(crate) fn kill(ix: NativeIndex) {
-    ix.killed.store(true, Ordering::SeqCst);
-    drop(ix);
-}
-
-#[test]
-fn vector_saves_are_deferred_and_a_kill_reopens_at_the_last_save() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ix = open_hashed(tmp.path());
-    ix.upsert(vec![doc("m1", "the garden needs watering", "/a")])
-        .unwrap();
-    ix.commit(1).unwrap();
-    // Searchable at once, though the vectors are not saved yet.
-    let r = ix
-        .search(&req("watering", SearchFilters::default()))
-        .unwrap();
-    assert_eq!(r.hits[0].semantic_rank, Some(1), "{r:?}");
-    kill(ix);
-    // The lexical lane kept event 1, the vectors did not: replay from 0.
-    let ix = open_hashed(tmp.path());
-    assert_eq!(ix.watermark(), 0);
-    ix.remove_record("m1").unwrap();
-    ix.upsert(vec![doc("m1", "the garden needs watering", "/a")])
-        .unwrap();
-    ix.commit(1).unwrap();
-    ix.flush().unwrap();
-    kill(ix);
-    let ix = open_hashed(tmp.path());
-    assert_eq!(ix.watermark(), 1);
-    assert_eq!(ix.stats().vectors, 1);
-    // A clean close saves too.
-    ix.upsert(vec![doc("m2", "budget review on thursday", "/a")])
-        .unwrap();
-    ix.commit(2).unwrap();
-    drop(ix);
-    let ix = open_hashed(tmp.path());
-    assert_eq!(ix.watermark(), 2);
-    assert_eq!(ix.stats().vectors, 2);
-}
-
-#[test]
-fn vectors_of_records_removed_after_the_last_save_are_dropped_at_open() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ix = secret_and_public(tmp.path());
-    ix.flush().unwrap();
-    // Forgotten; the lexical commit lands, the process dies before the
-    // vectors are saved.
-    ix.remove_record("m1").unwrap();
-    ix.commit(2).unwrap();
-    kill(ix);
-    let ix = open_hashed(tmp.path());
-    assert_eq!(ix.stats().vectors, 1, "the stray vector is gone");
-    assert_eq!(ix.watermark(), 1);
-    // ...and gone from disk once saved.
-    ix.flush().unwrap();
-    drop(ix);
-    let keys = std::fs::read(tmp.path().join("vectors/vectors.keys")).unwrap();
-    assert_eq!(keys, key_of("m2").to_le_bytes());
-}
-
 /// Regression: usearch kept one search context per core and failed a graph
 /// search that found none free, so under concurrent load the semantic lane
 /// failed ("Reserve capacity ahead of searches!") and answers changed.
@@ -967,34 +758,8 @@ fn archived_matches_never_crowd_active_ones_off_a_page() {
     assert_eq!(ids(&scoped), ids(&active));
 }
 
-/// Saved vectors open as a read-only view; the first change reads them in
-/// and every later search, save and reopen sees old and new alike.
-#[test]
-fn viewed_vectors_take_changes_after_reopen() {
-    let tmp = tempfile::tempdir().unwrap();
-    {
-        let ix = secret_and_public(tmp.path());
-        ix.flush().unwrap();
-    }
-    {
-        let ix = open_hashed(tmp.path());
-        let found = ix
-            .search(&req("public garden party", SearchFilters::default()))
-            .unwrap();
-        assert!(ids(&found).contains(&"m2"), "{found:?}");
-        ix.upsert(vec![doc("m3", "orchard harvest festival", "/p")])
-            .unwrap();
-        ix.remove_record("m1").unwrap();
-        ix.commit(3).unwrap();
-        ix.flush().unwrap();
-        assert_eq!(ix.stats().vectors, 2);
-    }
-    let ix = open_hashed(tmp.path());
-    assert_eq!(ix.stats().vectors, 2);
-    let r = ix
-        .search(&req("orchard harvest festival", SearchFilters::default()))
-        .unwrap();
-    assert_eq!(ids(&r).first(), Some(&"m3"), "{r:?}");
-    let lanes: Vec<_> = r.lanes.iter().map(|l| l.status).collect();
-    assert!(lanes.iter().all(|s| *s == LaneStatus::Ok), "{r:?}");
+/// Drops `ix` the way a killed process leaves it: no deferred save.
+pub(crate) fn kill(ix: NativeIndex) {
+    ix.killed.store(true, Ordering::SeqCst);
+    drop(ix);
 }
