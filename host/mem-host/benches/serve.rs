@@ -20,8 +20,13 @@
 //! and hybrid `search` and `context` (median and worst of
 //! `MEM_BENCH_COLD` runs each, default 9), beside their targets.
 //!
-//! `-- --memories N` sets the size (over `MEM_BENCH_MEMORIES`); `-- --cold`
-//! runs only the cold CLI; `-- --browse` only the catalog and ledger pages; `-- --only WORD` runs only the load levels of the operations whose label has WORD
+//! `-- --memories N` sets the size (over `MEM_BENCH_MEMORIES`; 1M is a
+//! manual run of hours here: `MEM_BENCH_DIR` puts the workspace outside
+//! `target/`, and a stopped build resumes at its next chunk); `-- --cold`
+//! runs only the cold CLI; `-- --browse` only the catalog and ledger pages;
+//! `-- --rebuild` only the index rebuilt from the store (vectors kept, then
+//! from nothing);
+//! `-- --only WORD` runs only the load levels of the operations whose label has WORD
 //! (`lexical`, `hybrid`, `context`; `writes`: the searches beside writes),
 //! for profiling one; `-- --ledger`
 //! times only the ledger (plain, filtered by a rare agent, and by pinned)
@@ -34,49 +39,123 @@ mod common;
 use common::{Lcg, corpus_memory, du, env_usize, http_agent, mem, mem_watching_rss, percentile};
 use common::{cpu_of, rss_of, start_server, stop_server, token_secret};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Where the bench's workspaces live: `MEM_BENCH_DIR`, else cargo's
+/// scratch folder for benches (a 1M-memory workspace takes hours to build
+/// here; a folder outside `target/` survives `cargo clean`).
+fn bench_dir() -> PathBuf {
+    std::env::var_os("MEM_BENCH_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from)
+}
+
+/// Memories ingested per `remember --jsonl` process while building.
+const CHUNK: usize = 20_000;
+
+/// How far an unfinished build got, kept in the workspace's `PROGRESS`
+/// file after every chunk, so an interrupted build (hours at 1M) resumes
+/// at its next chunk instead of starting again. A chunk cut short is sent
+/// again whole: its memories carry idempotency keys, so the ones already
+/// stored are not stored twice.
+#[derive(Default)]
+struct Progress {
+    /// Memories stored (a multiple of [`CHUNK`], or `n`).
+    done: usize,
+    /// Wall seconds the earlier runs of this build spent ingesting (a
+    /// run paused mid-chunk counts its pause).
+    secs: f64,
+    /// Peak RSS of an ingesting process so far, MiB.
+    peak_rss: f64,
+}
+
+impl Progress {
+    const FILE: &str = "PROGRESS";
+
+    fn read(ws: &Path) -> Option<Self> {
+        let text = std::fs::read_to_string(ws.join(Self::FILE)).ok()?;
+        let mut p = Self::default();
+        for line in text.lines() {
+            match line.split_once(' ') {
+                Some(("done", v)) => p.done = v.parse().ok()?,
+                Some(("secs", v)) => p.secs = v.parse().ok()?,
+                Some(("peak_rss", v)) => p.peak_rss = v.parse().ok()?,
+                _ => {}
+            }
+        }
+        Some(p)
+    }
+
+    /// Written whole beside, then renamed over, so a kill leaves the old
+    /// or the new record.
+    fn write(&self, ws: &Path) {
+        let tmp = ws.join("PROGRESS.new");
+        let text = format!(
+            "done {}\nsecs {}\npeak_rss {}\n",
+            self.done, self.secs, self.peak_rss
+        );
+        std::fs::write(&tmp, text).expect("write the build's progress");
+        std::fs::rename(&tmp, ws.join(Self::FILE)).expect("keep the build's progress");
+    }
+}
+
 /// The workspace, built once per size and reused by later runs (the
-/// figures of the run that built it are kept in its `READY` file).
-fn workspace(n: usize, lexical: bool) -> std::path::PathBuf {
+/// figures of the run that built it are kept in its `READY` file); a build
+/// that was stopped resumes where its `PROGRESS` says.
+fn workspace(n: usize, lexical: bool) -> PathBuf {
     let name = if lexical {
         format!("serve-bench-{n}-lexical")
     } else {
         format!("serve-bench-{n}")
     };
-    let ws = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let ws = bench_dir().join(name);
     if let Ok(built) = std::fs::read_to_string(ws.join("READY")) {
         println!("reusing the {n}-memory workspace; when it was built:\n{built}");
         return ws;
     }
-    let _ = std::fs::remove_dir_all(&ws);
-    mem(&ws, &["init", ws.to_str().expect("utf-8 path")]);
+    let mut progress = match Progress::read(&ws) {
+        Some(p) => {
+            println!("resuming the {n}-memory workspace's build at {}", p.done);
+            p
+        }
+        None => {
+            let _ = std::fs::remove_dir_all(&ws);
+            mem(&ws, &["init", ws.to_str().expect("utf-8 path")]);
+            Progress::default()
+        }
+    };
+    // The corpus is one random sequence: a resumed build draws the
+    // memories it already stored again, unsent, to continue it.
     let mut rng = Lcg(7);
+    for i in 0..progress.done {
+        corpus_memory(&mut rng, i);
+    }
     let started = Instant::now();
-    let mut peak_rss = 0f64;
-    const CHUNK: usize = 20_000;
-    for first in (0..n).step_by(CHUNK) {
+    let earlier = progress.secs;
+    for first in (progress.done..n).step_by(CHUNK) {
+        let last = (first + CHUNK).min(n);
         let jsonl = ws.with_extension(format!("{first}.jsonl"));
         let mut f = std::fs::File::create(&jsonl).expect("create jsonl");
-        for i in first..(first + CHUNK).min(n) {
+        for i in first..last {
             let mut line = corpus_memory(&mut rng, i);
             line["idempotency_key"] = format!("bench-{i}").into();
             writeln!(f, "{line}").expect("write jsonl");
         }
         drop(f);
-        peak_rss = peak_rss.max(mem_watching_rss(
+        progress.peak_rss = progress.peak_rss.max(mem_watching_rss(
             &ws,
             &["remember", "--jsonl", jsonl.to_str().expect("utf-8 path")],
         ));
         let _ = std::fs::remove_file(&jsonl);
+        progress.done = last;
+        progress.secs = earlier + started.elapsed().as_secs_f64();
+        progress.write(&ws);
         println!(
-            "  ingested {} memories ({:.0}/s)",
-            (first + CHUNK).min(n),
-            (first + CHUNK).min(n) as f64 / started.elapsed().as_secs_f64()
+            "  ingested {last} memories ({:.0}/s)",
+            last as f64 / progress.secs
         );
     }
     let built = format!(
@@ -87,11 +166,12 @@ fn workspace(n: usize, lexical: bool) -> std::path::PathBuf {
         } else {
             "with embeddings"
         },
-        n as f64 / started.elapsed().as_secs_f64(),
-        peak_rss
+        n as f64 / progress.secs.max(1e-9),
+        progress.peak_rss
     );
     println!("{built}");
     std::fs::write(ws.join("READY"), &built).expect("mark ready");
+    let _ = std::fs::remove_file(ws.join(Progress::FILE));
     ws
 }
 
@@ -114,6 +194,9 @@ fn main() {
     let ws = workspace(n, false);
     if args.iter().any(|a| a == "--cold") {
         return cold_cli(&ws, n);
+    }
+    if args.iter().any(|a| a == "--rebuild") {
+        return rebuild(&ws, n);
     }
     if args.iter().any(|a| a == "--browse") {
         let (server, base) = start_server(&ws);
@@ -366,11 +449,32 @@ fn cold_cli(ws: &Path, n: usize) {
     }
 }
 
+/// `--rebuild`: the whole search index built again from the store, first
+/// as `reindex --all` does it (the vectors of unchanged texts kept), then
+/// from nothing (the index folder deleted: every memory embedded again,
+/// as after a model change).
+fn rebuild(ws: &Path, n: usize) {
+    let timed = |label: &str, args: &[&str]| {
+        let started = Instant::now();
+        let out = mem(ws, args);
+        let secs = started.elapsed().as_secs_f64();
+        let report: serde_json::Value = serde_json::from_slice(&out).expect("reindex json");
+        let docs = report["stats"]["documents"].as_u64().unwrap_or(0);
+        println!(
+            "index rebuilt {label} on {n} memories: {docs} documents in {secs:.0} s = {:.0}/s (target < 1 h at 1M)",
+            docs as f64 / secs
+        );
+    };
+    timed("from the store, vectors kept", &["reindex", "--all"]);
+    std::fs::remove_dir_all(ws.join("index")).expect("delete the index");
+    timed("from nothing", &["reindex"]);
+}
+
 /// `--ledger`: the ledger's figures alone, over a lexical-only workspace.
 /// The bench runs itself again with `MEM_MODELS` at an empty folder, so
 /// every `mem-host` it starts inherits it.
 fn ledger_only(args: &[String], n: usize) {
-    let empty = Path::new(env!("CARGO_TARGET_TMPDIR")).join(NO_MODELS);
+    let empty = bench_dir().join(NO_MODELS);
     if std::env::var_os("MEM_MODELS").as_deref() != Some(empty.as_os_str()) {
         std::fs::create_dir_all(&empty).expect("create the empty models folder");
         let status = Command::new(std::env::current_exe().expect("own path"))
