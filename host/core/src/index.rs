@@ -188,7 +188,7 @@ pub struct IndexStats {
     pub watermark: u64,
 }
 
-#[derive(Debug, Error)]
+#[derive(Debug, Clone, Error)]
 pub enum IndexError {
     #[error("search index is damaged: {0}")]
     Corrupt(String),

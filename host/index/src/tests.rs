@@ -478,6 +478,43 @@ fn real_embedder() -> OrtEmbedder {
     OrtEmbedder::load(&files).unwrap()
 }
 
+/// Queries embedded at once (searches under load) share the model's
+/// passes, and each gets the very vector it gets alone.
+#[test]
+fn concurrent_queries_share_passes_and_get_their_own_vectors() {
+    let e = real_embedder();
+    let topics = [
+        "deploy", "garden", "invoice", "marathon", "lisbon", "backup",
+    ];
+    let queries: Vec<String> = (0..48)
+        .map(|i| {
+            let words = "when did we last talk about the".split(' ').take(1 + i % 7);
+            let lead: Vec<&str> = words.collect();
+            format!("{} {} {i}", lead.join(" "), topics[i % topics.len()])
+        })
+        .collect();
+    let alone: Vec<Vec<f32>> = queries
+        .iter()
+        .map(|q| e.embed(&[q.as_str()]).unwrap().remove(0))
+        .collect();
+    assert_eq!(e.largest_query_pass(), 1);
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let (e, queries, alone) = (&e, &queries, &alone);
+            s.spawn(move || {
+                for i in (t..queries.len()).step_by(8) {
+                    let got = e.embed(&[queries[i].as_str()]).unwrap().remove(0);
+                    assert_eq!(got, alone[i], "query {i}: {:?}", queries[i]);
+                }
+            });
+        }
+    });
+    assert!(
+        e.largest_query_pass() > 1,
+        "eight callers on fewer sessions shared no pass"
+    );
+}
+
 fn cos(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

@@ -10,10 +10,13 @@ use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::Tensor;
 use parking_lot::Mutex;
+use queries::Queries;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+mod queries;
 
 /// Texts per forward pass.
 const BATCH: usize = 32;
@@ -57,6 +60,7 @@ pub struct OrtEmbedder {
     sessions: Pool,
     tokenizer: Tokenizer,
     input_names: Vec<String>,
+    queries: Queries,
 }
 
 /// One session per core, each running its graph on the calling thread
@@ -90,6 +94,21 @@ impl Pool {
     /// Sessions are made in order, so the made ones are the first `made`
     /// (at least one: the first is made at load).
     fn with<R>(&self, f: impl FnOnce(&mut Session) -> R) -> Result<R, IndexError> {
+        let mut f = Some(f);
+        if let Some(Some(out)) = self.try_with(|s| f.take().map(|f| f(s)))? {
+            return Ok(out);
+        }
+        let f = f.ok_or_else(|| failed("an embedding pass ended without an answer"))?;
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let session = self.sessions[start % self.made().max(1)]
+            .get()
+            .ok_or_else(|| unavailable("no embedding session was made"))?;
+        Ok(f(&mut session.lock()))
+    }
+
+    /// Runs `f` on a free session (making one when every made one is busy
+    /// and there is room); `None` when every session is busy.
+    fn try_with<R>(&self, f: impl FnOnce(&mut Session) -> R) -> Result<Option<R>, IndexError> {
         let made = self.made();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         for i in 0..made {
@@ -97,7 +116,7 @@ impl Pool {
                 .get()
                 .and_then(Mutex::try_lock)
             {
-                return Ok(f(&mut s));
+                return Ok(Some(f(&mut s)));
             }
         }
         if let Some(slot) = self.sessions.get(made) {
@@ -106,13 +125,10 @@ impl Pool {
                 let _ = slot.set(Mutex::new((self.make)()?));
             }
             if let Some(mut s) = slot.get().and_then(Mutex::try_lock) {
-                return Ok(f(&mut s));
+                return Ok(Some(f(&mut s)));
             }
         }
-        let session = self.sessions[start % made.max(1)]
-            .get()
-            .ok_or_else(|| unavailable("no embedding session was made"))?;
-        Ok(f(&mut session.lock()))
+        Ok(None)
     }
 
     /// How many sessions are made (a prefix of `sessions`).
@@ -123,6 +139,9 @@ impl Pool {
             .count()
     }
 }
+
+/// A forward pass's named input tensors.
+type Inputs = Vec<(String, ort::value::DynTensor)>;
 
 impl std::fmt::Debug for OrtEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -218,10 +237,19 @@ impl OrtEmbedder {
             },
             tokenizer,
             input_names,
+            queries: Queries::default(),
         })
     }
 
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        let (inputs, mask) = self.inputs(texts)?;
+        self.sessions
+            .with(|session| self.run(session, inputs, &mask))?
+    }
+
+    /// The model's inputs for `texts` (tokenized, padded to the longest),
+    /// and the attention mask pooling needs.
+    fn inputs(&self, texts: &[&str]) -> Result<(Inputs, Array2<i64>), IndexError> {
         let enc = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)
@@ -249,7 +277,7 @@ impl OrtEmbedder {
                 types[[r, c]] = i64::from(t);
             }
         }
-        let mut inputs: Vec<(String, ort::value::DynTensor)> = Vec::new();
+        let mut inputs: Inputs = Vec::new();
         for name in &self.input_names {
             let arr = match name.as_str() {
                 "input_ids" => ids.clone(),
@@ -266,12 +294,57 @@ impl OrtEmbedder {
                 Tensor::from_array(arr).map_err(failed)?.upcast(),
             ));
         }
-        self.sessions.with(|session| {
-            let outputs = session.run(inputs).map_err(failed)?;
-            let (shape, data) = outputs[0].try_extract_tensor::<f32>().map_err(failed)?;
-            let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-            self.pooled(&dims, data, &mask)
-        })?
+        Ok((inputs, mask))
+    }
+
+    /// One forward pass on `session`: a sentence vector per input row.
+    fn run(
+        &self,
+        session: &mut Session,
+        inputs: Inputs,
+        mask: &Array2<i64>,
+    ) -> Result<Vec<Vec<f32>>, IndexError> {
+        let outputs = session.run(inputs).map_err(failed)?;
+        let (shape, data) = outputs[0].try_extract_tensor::<f32>().map_err(failed)?;
+        let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+        self.pooled(&dims, data, mask)
+    }
+
+    /// The most texts one pass of [`Self::embed_one`] has held.
+    #[cfg(test)]
+    pub(crate) fn largest_query_pass(&self) -> usize {
+        self.queries.largest_pass.load(Ordering::Relaxed)
+    }
+
+    /// Embeds one text (a query) with the others waiting for a session: the
+    /// caller that gets a free session embeds every waiting text in one
+    /// pass (at most [`BATCH`]) and hands each its vector; the others wait
+    /// for theirs or for a session. A text's vector is the same in a pass
+    /// as alone (padding is masked; checked bit for bit).
+    fn embed_one(&self, text: &str) -> Result<Vec<f32>, IndexError> {
+        let queue = &self.queries;
+        let mine = queue.enter(text);
+        loop {
+            let led = self.sessions.try_with(|session| {
+                let pass = queue.take(BATCH);
+                let texts = pass.texts();
+                if texts.is_empty() {
+                    return;
+                }
+                let result = self
+                    .inputs(&texts)
+                    .and_then(|(inputs, mask)| self.run(session, inputs, &mask));
+                pass.answer(result);
+            })?;
+            if led.is_some() {
+                queue.passed.notify_all();
+            }
+            // Not in a pass this caller led: in another's, or no session
+            // was free.
+            if let Some(answer) = queue.answer_for(mine) {
+                return answer;
+            }
+        }
     }
 
     /// Sentence vectors from the model's output: the mean of the token
@@ -340,6 +413,9 @@ impl Embedder for OrtEmbedder {
     /// Embeds in batches of similar lengths (less padding), as many at
     /// once as the pool has sessions, returning vectors in input order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        if let [text] = texts {
+            return Ok(vec![self.embed_one(text)?]);
+        }
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
         // Fewer texts than a batch per session (a server's worker replaying
