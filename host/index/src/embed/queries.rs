@@ -101,9 +101,12 @@ impl Pass<'_> {
         self.1.iter().map(|(_, t)| t.as_str()).collect()
     }
 
-    /// Hands each text its vector (or the pass's error).
-    pub fn answer(self, result: Result<Vec<Vec<f32>>, IndexError>) {
-        self.0.answer(&self.1, result);
+    /// Hands each text its vector (or the pass's error). The texts leave
+    /// the pass first: an owner may take its answer before the pass drops,
+    /// and the drop must not answer it again.
+    pub fn answer(mut self, result: Result<Vec<Vec<f32>>, IndexError>) {
+        let texts = std::mem::take(&mut self.1);
+        self.0.answer(&texts, result);
     }
 }
 
@@ -115,5 +118,41 @@ impl Drop for Pass<'_> {
                 .entry(*ticket)
                 .or_insert_with(|| Err(failed("the embedding pass holding this text failed")));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_that_unwinds_answers_its_texts_with_an_error() {
+        let q = Queries::default();
+        let (a, b) = (q.enter("a"), q.enter("b"));
+        {
+            let pass = q.take(8);
+            assert_eq!(pass.texts(), ["a", "b"]);
+        }
+        assert!(q.answer_for(a).is_some_and(|r| r.is_err()));
+        assert!(q.answer_for(b).is_some_and(|r| r.is_err()));
+    }
+
+    #[test]
+    fn each_text_gets_its_own_vector_and_nothing_is_left_behind() {
+        let q = Queries::default();
+        let (a, b, c) = (q.enter("a"), q.enter("b"), q.enter("c"));
+        let pass = q.take(2);
+        pass.answer(Ok(vec![vec![1.0], vec![2.0]]));
+        assert_eq!(q.answer_for(b).and_then(Result::ok), Some(vec![2.0]));
+        assert_eq!(q.answer_for(a).and_then(Result::ok), Some(vec![1.0]));
+        assert_eq!(q.state.lock().answered.len(), 0);
+        // The third waits for the next pass; a model that answers the
+        // wrong number of vectors fails the pass, not the process.
+        let pass = q.take(8);
+        assert_eq!(pass.texts(), ["c"]);
+        pass.answer(Ok(Vec::new()));
+        assert!(q.answer_for(c).is_some_and(|r| r.is_err()));
+        assert_eq!(q.state.lock().answered.len(), 0);
+        assert_eq!(q.largest_pass.load(Ordering::Relaxed), 2);
     }
 }
