@@ -121,6 +121,11 @@ fn workspace(n: usize, lexical: bool) -> PathBuf {
             println!("resuming the {n}-memory workspace's build at {}", p.done);
             p
         }
+        // Hours of build are not deleted over a record this bench cannot read.
+        None if ws.join(Progress::FILE).exists() => panic!(
+            "{} is unreadable: fix it (done N / secs S / peak_rss R) or delete the workspace",
+            ws.join(Progress::FILE).display()
+        ),
         None => {
             let _ = std::fs::remove_dir_all(&ws);
             mem(&ws, &["init", ws.to_str().expect("utf-8 path")]);
