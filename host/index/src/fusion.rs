@@ -122,6 +122,7 @@ mod tests {
         ids.iter()
             .enumerate()
             .map(|(i, d)| LexHit {
+                key: 0,
                 doc_id: d.to_string(),
                 score: 10.0 - i as f32,
                 matched: Vec::new(),

@@ -15,16 +15,18 @@ pub mod embed;
 mod fusion;
 mod known;
 mod lexical;
+mod open;
 mod query_cache;
 mod semantic;
 mod vectors;
 
-use catalog::{Catalog, DocMeta, Stamp, encode_snapshot, key_of, load_snapshot, save_snapshot};
+use catalog::{Catalog, DocMeta, Stamp, encode_snapshot, key_of, save_snapshot};
 use fusion::{Fusion, fuse, prefer_period};
 use mem_core::index::{
     Embedder, IndexDoc, IndexError, IndexHit, IndexStats, Lane, LaneReport, LaneStatus,
     SearchIndex, SearchRequest, SearchResponse,
 };
+use open::{OpenedLexical, catalog_file, open_lexical, set_aside_gone};
 use parking_lot::{Mutex, RwLock};
 use semantic::{MIN_SIMILARITY, Semantic};
 use std::collections::HashMap;
@@ -93,41 +95,6 @@ impl std::fmt::Debug for NativeIndex {
     }
 }
 
-/// The lexical index, its catalog (from the snapshot when it describes
-/// the index's last commit), the watermark, whether it must be rebuilt,
-/// and the snapshot's state (which commit the catalog and the file on
-/// disk describe).
-type OpenedLexical = (lexical::Lexical, Catalog, u64, bool, SnapshotState);
-
-fn open_lexical(dir: &Path, snapshot: &Path) -> Result<OpenedLexical, IndexError> {
-    let attempt = || -> Result<(lexical::Lexical, Catalog, u64, SnapshotState), IndexError> {
-        let lex = lexical::Lexical::open(dir)?;
-        let wm = lex.watermark()?;
-        let stamp = lex.commit_stamp()?;
-        let (catalog, saved) = match load_snapshot(snapshot, &stamp) {
-            Some(c) => (c, Some(stamp)),
-            None => (Catalog::from_metas(lex.all_metas()?), None),
-        };
-        let state = SnapshotState {
-            current: stamp,
-            saved,
-            saved_at: None,
-        };
-        Ok((lex, catalog, wm, state))
-    };
-    match attempt() {
-        Ok((l, c, wm, state)) => Ok((l, c, wm, false, state)),
-        Err(IndexError::Corrupt(_)) => {
-            // Derived state: recreate it and let the owner re-index.
-            std::fs::remove_dir_all(dir).map_err(|e| IndexError::Io(e.to_string()))?;
-            let (l, c, _, mut state) = attempt()?;
-            state.saved = None;
-            Ok((l, c, 0, true, state))
-        }
-        Err(e) => Err(e),
-    }
-}
-
 impl NativeIndex {
     /// Opens (creating when absent) the index under `dir`. With an
     /// embedder the semantic lane runs; without one, `semantic_off` says why.
@@ -137,8 +104,14 @@ impl NativeIndex {
         semantic_off: Option<String>,
     ) -> Result<Self, IndexError> {
         std::fs::create_dir_all(dir).map_err(|e| IndexError::Io(e.to_string()))?;
-        let (lexical, catalog, lex_wm, mut rebuild, snapshot) =
-            open_lexical(&dir.join("lexical"), &dir.join(CATALOG_FILE))?;
+        let OpenedLexical {
+            lexical,
+            catalog,
+            watermark: lex_wm,
+            mut rebuild,
+            snapshot,
+            carried,
+        } = open_lexical(dir)?;
         let mut watermark = lex_wm;
         let semantic = match embedder {
             Some(embedder) => {
@@ -163,12 +136,19 @@ impl NativeIndex {
                 } else {
                     0
                 };
+                // An earlier version's index was set aside: its digests
+                // vouch for the vectors (unless these trail it or belong to
+                // another model), so its rebuild embeds only what changed.
+                let retired = match carried {
+                    Some(c) if !stale && vectors.watermark() >= c.watermark => c.digests,
+                    _ => HashMap::new(),
+                };
                 watermark = watermark.min(vectors.watermark());
                 Some(Semantic {
                     embedder,
                     vectors: RwLock::new(vectors),
                     failed: Mutex::new(None),
-                    retired: Mutex::new(HashMap::new()),
+                    retired: Mutex::new(retired),
                     queries: Default::default(),
                     trails_until,
                 })
@@ -220,7 +200,7 @@ impl NativeIndex {
         // Commits wait for the catalog's lock, and searches behind them:
         // the file is written and synced without it.
         drop(catalog);
-        save_snapshot(&self.dir.join(CATALOG_FILE), &bytes)
+        save_snapshot(&catalog_file(&self.dir), &bytes)
             .map_err(|e| IndexError::Io(format!("cannot save the catalog: {e}")))?;
         state.saved = Some(stamp);
         state.saved_at = Some(std::time::Instant::now());
@@ -228,9 +208,6 @@ impl NativeIndex {
     }
 }
 
-/// File of the catalog's snapshot, in the lexical index's folder (tantivy
-/// leaves files it does not manage alone).
-const CATALOG_FILE: &str = "lexical/mem-catalog.bin";
 /// A busy process rewrites the catalog's snapshot at most this often (at
 /// a million documents it is over a hundred megabytes); a process always
 /// writes it once, at its first flush, if it is stale.
@@ -376,6 +353,7 @@ impl SearchIndex for NativeIndex {
     }
 
     fn commit(&self, watermark: u64) -> Result<(), IndexError> {
+        let rebuilt;
         {
             // Written and synced first, while searches go on with the last
             // commit (it took 5 to 40 ms, which every search waited for
@@ -386,6 +364,7 @@ impl SearchIndex for NativeIndex {
             self.lexical.reload()?;
             self.snapshot.lock().current = stamp;
             let staged = std::mem::take(&mut *self.staged.lock());
+            rebuilt = staged.cleared;
             for change in staged.changes {
                 match change {
                     Change::Clear => catalog.clear(),
@@ -395,6 +374,9 @@ impl SearchIndex for NativeIndex {
                     Change::Insert(key, meta) => catalog.insert_keyed(key, meta),
                 }
             }
+        }
+        if rebuilt {
+            set_aside_gone(&self.dir);
         }
         self.watermark.store(watermark, Ordering::SeqCst);
         self.rebuild.store(false, Ordering::SeqCst);
@@ -418,7 +400,11 @@ impl SearchIndex for NativeIndex {
         {
             let mut vectors = sem.vectors.write();
             let watermark = self.watermark();
-            if vectors.dirty() || vectors.watermark() != watermark {
+            // Before a pending rebuild, the vectors' own watermark says
+            // which commit of the earlier index they match (a save would
+            // stamp them 0, and the next process could no longer keep them).
+            let restamp = vectors.watermark() != watermark && !self.needs_rebuild();
+            if vectors.dirty() || restamp {
                 vectors.save(watermark)?;
             }
         }
@@ -516,6 +502,11 @@ impl SearchIndex for NativeIndex {
             }
         };
         let catalog = self.catalog.read();
+        for h in &mut lex.hits {
+            if let Some(m) = catalog.get(h.key) {
+                h.doc_id = m.doc_id.to_string();
+            }
+        }
         let mut fused = fuse(FUSION, &lex.hits, &sem_hits);
         if let Some(period) = &req.period {
             prefer_period(&mut fused, PERIOD_BOOST, |doc_id| {

@@ -69,7 +69,7 @@ fn a_reopened_index_reads_its_catalog_from_the_snapshot() {
     let before = answers(&ix);
     assert_eq!(before[3], vec!["f1#0".to_string()]);
     drop(ix);
-    assert!(tmp.path().join(CATALOG_FILE).exists());
+    assert!(catalog_file(tmp.path()).exists());
     let ix = open_hashed(tmp.path());
     assert!(loaded_from_snapshot(&ix));
     assert_eq!(answers(&ix), before);
@@ -88,7 +88,7 @@ fn a_reopened_index_reads_its_catalog_from_the_snapshot() {
 fn a_stale_snapshot_never_hides_a_later_change() {
     let (tmp, ix) = indexed();
     ix.flush().unwrap();
-    assert!(tmp.path().join(CATALOG_FILE).exists());
+    assert!(catalog_file(tmp.path()).exists());
     // Archived after the snapshot was written, then killed before another.
     let mut archived = doc("m1", "the garden needs watering every morning", "/home");
     archived.lifecycle = "archived".into();
@@ -153,7 +153,7 @@ fn a_damaged_snapshot_is_rebuilt_from_the_index() {
     let (tmp, ix) = indexed();
     let before = answers(&ix);
     drop(ix);
-    let file = tmp.path().join(CATALOG_FILE);
+    let file = catalog_file(tmp.path());
     let mut bytes = std::fs::read(&file).unwrap();
     let at = bytes.len() - 3;
     bytes[at] ^= 0xff;

@@ -346,3 +346,91 @@ fn viewed_vectors_take_changes_after_reopen() {
     let lanes: Vec<_> = r.lanes.iter().map(|l| l.status).collect();
     assert!(lanes.iter().all(|s| *s == LaneStatus::Ok), "{r:?}");
 }
+
+/// Writes, in place of `dir`'s lexical index, the previous version's
+/// index (document ids stored only) of `docs`, committed at `watermark`.
+fn write_earlier_index(dir: &Path, docs: &[IndexDoc], watermark: u64) {
+    let lexical = dir.join("lexical");
+    std::fs::remove_dir_all(&lexical).unwrap();
+    let old = lexical::Lexical::create_earlier(&lexical).unwrap();
+    let metas: Vec<DocMeta> = docs.iter().map(DocMeta::of).collect();
+    old.upsert(docs, &metas).unwrap();
+    old.commit(watermark).unwrap();
+}
+
+#[test]
+fn an_index_of_an_earlier_version_is_rebuilt_keeping_its_vectors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let counter = Arc::new(CountingEmbedder::default());
+    let embedded = || counter.0.load(Ordering::SeqCst);
+    let open = || NativeIndex::open(tmp.path(), Some(counter.clone()), None).unwrap();
+    let docs = vec![
+        doc("m1", "the garden needs watering", "/a"),
+        doc("m2", "budget review on thursday", "/a"),
+        doc("m3", "the offsite is in lisbon", "/a"),
+    ];
+    {
+        let ix = open();
+        ix.upsert(docs.clone()).unwrap();
+        ix.commit(5).unwrap();
+        ix.flush().unwrap();
+    }
+    assert_eq!(embedded(), 3);
+    write_earlier_index(tmp.path(), &docs, 5);
+    let set_aside = tmp.path().join("lexical.earlier");
+    // A process that opens it and exits without rebuilding (a CLI read)
+    // leaves the earlier index set aside for the next one.
+    for _ in 0..2 {
+        let ix = open();
+        assert!(ix.needs_rebuild());
+        assert_eq!(ix.watermark(), 0);
+        assert!(set_aside.join("meta.json").exists());
+    }
+    let ix = open();
+    ix.clear().unwrap();
+    ix.upsert(vec![
+        doc("m1", "the garden needs watering", "/a"),
+        doc("m2", "holiday plans for august", "/a"),
+        doc("m3", "the offsite is in lisbon", "/a"),
+    ])
+    .unwrap();
+    ix.commit(6).unwrap();
+    assert_eq!(embedded(), 4, "only the changed m2");
+    assert!(!set_aside.exists(), "the rebuild's commit removes it");
+    assert!(holds_vector_of(&ix, "m1", "the garden needs watering"));
+    assert!(holds_vector_of(&ix, "m2", "holiday plans for august"));
+    let r = ix
+        .search(&req("watering garden", SearchFilters::default()))
+        .unwrap();
+    assert_eq!(r.hits[0].doc_id, "m1");
+    assert!(r.hits[0].lexical_rank.is_some(), "{r:?}");
+    assert!(r.hits[0].semantic_rank.is_some(), "{r:?}");
+    drop(ix);
+    let ix = open();
+    assert!(!ix.needs_rebuild());
+    assert_eq!(ix.watermark(), 6);
+}
+
+#[test]
+fn vectors_saved_before_an_earlier_versions_last_commit_are_embedded_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let counter = Arc::new(CountingEmbedder::default());
+    let embedded = || counter.0.load(Ordering::SeqCst);
+    let docs = vec![doc("m1", "the garden needs watering", "/a")];
+    {
+        let ix = NativeIndex::open(tmp.path(), Some(counter.clone()), None).unwrap();
+        ix.upsert(docs.clone()).unwrap();
+        ix.commit(5).unwrap();
+        ix.flush().unwrap();
+    }
+    // The earlier index committed past the vectors' last save (a kill):
+    // its digests may be newer texts' than the vectors.
+    write_earlier_index(tmp.path(), &docs, 9);
+    let ix = NativeIndex::open(tmp.path(), Some(counter.clone()), None).unwrap();
+    assert!(ix.needs_rebuild());
+    ix.clear().unwrap();
+    ix.upsert(docs).unwrap();
+    ix.commit(9).unwrap();
+    assert_eq!(embedded(), 2);
+    assert!(holds_vector_of(&ix, "m1", "the garden needs watering"));
+}

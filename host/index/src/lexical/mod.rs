@@ -3,37 +3,29 @@
 //! query, before ranking. The watermark rides in tantivy's commit payload,
 //! so documents and watermark are durable together.
 
-use crate::catalog::{DocMeta, Stamp, lifecycles_of};
-use mem_core::index::{IndexDoc, IndexError, SearchFilters, SourceKind};
-use mem_core::model::Lifecycle;
+mod filters;
+mod schema;
+
+use crate::catalog::{DocMeta, Stamp, key_of};
+use mem_core::index::{IndexDoc, IndexError, SearchFilters};
 use parking_lot::Mutex;
+use schema::{ANALYZER, Fields, analyzer};
 use sha2::{Digest, Sha256};
-use std::ops::Bound;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::path::Path;
-use std::sync::Arc;
 use tantivy::collector::TopDocs;
+use tantivy::columnar::Column;
 use tantivy::indexer::LogMergePolicy;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
-use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
-    TextOptions, Value,
-};
-use tantivy::tokenizer::{
-    LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
-};
+use tantivy::schema::IndexRecordOption;
 use tantivy::{
     DocAddress, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
     Term,
 };
 
-/// Name of the analyzer of `text` and `context`.
-const ANALYZER: &str = "mem_en";
-/// Decompressed 16 KiB blocks of stored fields kept per segment. Every
-/// lexical candidate reads its document id from them; tantivy's default
-/// (100) missed most blocks of a 100k-memory index and decompressed one
-/// per candidate (4% of a search's CPU). 512 blocks hold ~50k documents'
-/// stored fields in at most 8 MiB per segment.
-const DOC_STORE_CACHE_BLOCKS: usize = 512;
+pub(crate) use schema::analyze;
+
 /// Indexing memory of the single writer thread (tantivy needs >= 15 MB).
 const WRITER_BYTES: usize = 48 * 1024 * 1024;
 /// Segments of a size that are merged into one. Every search pays per
@@ -63,94 +55,6 @@ const CONTEXT_BOOST: f32 = 0.8;
 /// neighbours: none 78.8, 0.5 → 79.4).
 const AGENT_BOOST: f32 = 2.0;
 
-/// Function words that carry no topic: dropped from documents and queries
-/// (a general English list, as BM25 baselines use).
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "the", "of", "to", "in", "on", "at", "for", "and", "or", "is", "are", "was", "were",
-    "be", "been", "being", "it", "its", "this", "that", "these", "those", "with", "as", "by",
-    "from", "i", "you", "he", "she", "they", "we", "me", "my", "your", "his", "her", "their",
-    "our", "us", "him", "them", "what", "when", "where", "who", "whom", "which", "how", "did",
-    "do", "does", "done", "have", "has", "had", "but", "if", "so", "than", "then", "there", "here",
-    "into", "about", "would", "could", "should", "will", "can", "just", "not", "no", "some", "any",
-    "also", "very", "too", "am", "s", "t",
-];
-
-fn analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(40))
-        .filter(LowerCaser)
-        .filter(StopWordFilter::remove(
-            STOP_WORDS.iter().map(|w| w.to_string()),
-        ))
-        .filter(Stemmer::default())
-        .build()
-}
-
-/// The analyzed terms of `text`, each with the surface word it came from.
-pub(crate) fn analyze(text: &str) -> Vec<(String, String)> {
-    let mut a = analyzer();
-    let mut stream = a.token_stream(text);
-    let mut out: Vec<(String, String)> = Vec::new();
-    while let Some(tok) = stream.next() {
-        let surface = text
-            .get(tok.offset_from..tok.offset_to)
-            .unwrap_or(&tok.text)
-            .to_lowercase();
-        if !out.iter().any(|(t, _)| t == &tok.text) {
-            out.push((tok.text.clone(), surface));
-        }
-    }
-    out
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct Fields {
-    doc_id: Field,
-    record_id: Field,
-    source: Field,
-    text: Field,
-    context: Field,
-    path: Field,
-    path_anc: Field,
-    kind: Field,
-    tags: Field,
-    agent: Field,
-    lifecycle: Field,
-    time: Field,
-    created: Field,
-    event_at: Field,
-    locator: Field,
-    embed_sig: Field,
-}
-
-fn schema() -> (Schema, Fields) {
-    let mut b = Schema::builder();
-    let text_opts = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(ANALYZER)
-            .set_index_option(IndexRecordOption::WithFreqs),
-    );
-    let fields = Fields {
-        doc_id: b.add_text_field("doc_id", STRING | STORED),
-        record_id: b.add_text_field("record_id", STRING | STORED),
-        source: b.add_text_field("source", STRING | STORED),
-        text: b.add_text_field("text", text_opts.clone()),
-        context: b.add_text_field("context", text_opts),
-        path: b.add_text_field("path", STRING | STORED),
-        path_anc: b.add_text_field("path_anc", STRING),
-        kind: b.add_text_field("kind", STRING | STORED),
-        tags: b.add_text_field("tags", STRING | STORED),
-        agent: b.add_text_field("agent", STRING | STORED),
-        lifecycle: b.add_text_field("lifecycle", STRING | STORED),
-        time: b.add_i64_field("time", INDEXED | FAST | STORED),
-        created: b.add_i64_field("created", STORED),
-        event_at: b.add_i64_field("event_at", STORED),
-        locator: b.add_text_field("locator", STORED),
-        embed_sig: b.add_u64_field("embed_sig", STORED),
-    };
-    (b.build(), fields)
-}
-
 fn io(e: impl std::fmt::Display) -> IndexError {
     IndexError::Io(e.to_string())
 }
@@ -172,6 +76,8 @@ fn ancestors(path: &str) -> Vec<String> {
 /// opens a postings list per query term, too dear for every candidate.
 #[derive(Debug, Clone)]
 pub(crate) struct LexHit {
+    /// The document's key; its id (`doc_id`) is filled in from the catalog.
+    pub key: u64,
     pub doc_id: String,
     pub score: f32,
     pub matched: Vec<String>,
@@ -193,6 +99,16 @@ impl LexFound {
             hits: Vec::new(),
         }
     }
+}
+
+/// What a lexical index folder held when it was opened.
+pub(crate) enum Opened {
+    /// An index of this version's schema (new when the folder was empty).
+    Current(Lexical),
+    /// An index written with another version's schema: its commit and
+    /// stored fields are read (to carry its catalog into the rebuild that
+    /// replaces it), but this version neither searches nor writes it.
+    Earlier(Lexical),
 }
 
 pub(crate) struct Lexical {
@@ -218,26 +134,44 @@ impl Drop for Lexical {
 
 impl Lexical {
     /// Opens the index in `dir`, creating it when absent. A folder that holds
-    /// something tantivy cannot open is reported as `Corrupt`.
-    pub fn open(dir: &Path) -> Result<Self, IndexError> {
+    /// something tantivy cannot open, or an index whose fields this version
+    /// cannot name, is reported as `Corrupt`.
+    pub fn open(dir: &Path) -> Result<Opened, IndexError> {
         std::fs::create_dir_all(dir).map_err(io)?;
-        let (schema, f) = schema();
+        let schema = schema::schema();
         let index = if dir.join("meta.json").exists() {
-            let index = Index::open_in_dir(dir).map_err(|e| IndexError::Corrupt(e.to_string()))?;
-            if index.schema() != schema {
-                return Err(IndexError::Corrupt(
-                    "the lexical index was written with another schema".into(),
-                ));
-            }
-            index
+            Index::open_in_dir(dir).map_err(|e| IndexError::Corrupt(e.to_string()))?
         } else {
-            Index::create_in_dir(dir, schema).map_err(io)?
+            Index::create_in_dir(dir, schema.clone()).map_err(io)?
         };
+        let current = index.schema() == schema;
+        let lexical = Self::of(index)?;
+        Ok(if current {
+            Opened::Current(lexical)
+        } else {
+            Opened::Earlier(lexical)
+        })
+    }
+
+    /// An index of the previous version's schema (document ids stored,
+    /// not in a column), created in `dir`: what an upgrade finds.
+    #[cfg(test)]
+    pub fn create_earlier(dir: &Path) -> Result<Self, IndexError> {
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let schema = schema::schema_with(false);
+        Self::of(Index::create_in_dir(dir, schema).map_err(io)?)
+    }
+
+    fn of(index: Index) -> Result<Self, IndexError> {
+        let f = Fields::named(&index.schema()).ok_or_else(|| {
+            IndexError::Corrupt(
+                "the lexical index was written with fields this version lacks".into(),
+            )
+        })?;
         index.tokenizers().register(ANALYZER, analyzer());
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
-            .doc_store_cache_num_blocks(DOC_STORE_CACHE_BLOCKS)
             .try_into()
             .map_err(|e: tantivy::TantivyError| IndexError::Corrupt(e.to_string()))?;
         Ok(Self {
@@ -321,6 +255,9 @@ impl Lexical {
                     doc.add_text(f.locator, l);
                 }
                 doc.add_u64(f.embed_sig, m.embed_sig);
+                if let Some(key) = f.key {
+                    doc.add_u64(key, key_of(&d.doc_id));
+                }
                 w.add_document(doc).map_err(io)?;
             }
             Ok(())
@@ -402,139 +339,10 @@ impl Lexical {
             let store = seg.get_store_reader(64).map_err(io)?;
             for doc in store.iter::<TantivyDocument>(seg.alive_bitset()) {
                 let doc = doc.map_err(|e| IndexError::Corrupt(e.to_string()))?;
-                out.push(self.meta_of(&doc)?);
+                out.push(self.f.meta_of(&doc)?);
             }
         }
         Ok(out)
-    }
-
-    fn meta_of(&self, doc: &TantivyDocument) -> Result<DocMeta, IndexError> {
-        let f = self.f;
-        let text = |field: Field| -> Option<Arc<str>> {
-            doc.get_first(field).and_then(|v| v.as_str().map(Arc::from))
-        };
-        let empty = || Arc::<str>::from("");
-        let int = |field: Field| doc.get_first(field).and_then(|v| v.as_i64());
-        let source = match doc.get_first(f.source).and_then(|v| v.as_str()) {
-            Some("file") => SourceKind::File,
-            Some("memory") => SourceKind::Memory,
-            other => {
-                return Err(IndexError::Corrupt(format!(
-                    "document with unknown source {other:?}"
-                )));
-            }
-        };
-        let doc_id = text(f.doc_id).unwrap_or_else(empty);
-        let record_id = match doc.get_first(f.record_id).and_then(|v| v.as_str()) {
-            Some(id) if id == &*doc_id => doc_id.clone(),
-            other => other.map_or_else(empty, Arc::from),
-        };
-        Ok(DocMeta {
-            doc_id,
-            record_id,
-            source,
-            path: text(f.path).unwrap_or_else(empty),
-            kind: text(f.kind).unwrap_or_else(empty),
-            tags: doc
-                .get_all(f.tags)
-                .filter_map(|v| v.as_str().map(Arc::from))
-                .collect(),
-            agent_id: text(f.agent),
-            lifecycle: text(f.lifecycle).unwrap_or_else(empty),
-            time_ms: int(f.time).unwrap_or(0),
-            locator: text(f.locator),
-            embed_sig: doc
-                .get_first(f.embed_sig)
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0),
-        })
-    }
-
-    fn filter_clauses(&self, filters: &SearchFilters) -> Vec<(Occur, Box<dyn Query>)> {
-        let f = self.f;
-        let term = |field: Field, v: &str| -> Box<dyn Query> {
-            Box::new(TermQuery::new(
-                Term::from_field_text(field, v),
-                IndexRecordOption::Basic,
-            ))
-        };
-        let any = |field: Field, vals: &[String]| -> Box<dyn Query> {
-            Box::new(BooleanQuery::new(
-                vals.iter()
-                    .map(|v| (Occur::Should, term(field, v)))
-                    .collect(),
-            ))
-        };
-        let mut c: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        if let Some(s) = filters.source {
-            c.push((Occur::Must, term(f.source, s.as_str())));
-        }
-        if !filters.kinds.is_empty() {
-            c.push((Occur::Must, any(f.kind, &filters.kinds)));
-        }
-        if !filters.kind_prefixes.is_empty() {
-            // A prefix is the range [prefix, prefix with its last
-            // character raised by one) of the raw `kind` terms.
-            let ranges = filters
-                .kind_prefixes
-                .iter()
-                .filter_map(|p| {
-                    let mut chars: Vec<char> = p.chars().collect();
-                    let last = chars.pop()?;
-                    chars.push(char::from_u32(last as u32 + 1)?);
-                    let end: String = chars.into_iter().collect();
-                    let q: Box<dyn Query> = Box::new(tantivy::query::RangeQuery::new(
-                        Bound::Included(Term::from_field_text(f.kind, p)),
-                        Bound::Excluded(Term::from_field_text(f.kind, &end)),
-                    ));
-                    Some((Occur::Should, q))
-                })
-                .collect();
-            c.push((Occur::Must, Box::new(BooleanQuery::new(ranges))));
-        }
-        if let Some(p) = &filters.path {
-            c.push((Occur::Must, term(f.path_anc, p)));
-        }
-        if !filters.within.is_empty() {
-            c.push((Occur::Must, any(f.path_anc, &filters.within)));
-        }
-        for t in &filters.tags {
-            c.push((Occur::Must, term(f.tags, t)));
-        }
-        if let Some(a) = &filters.agent_id {
-            c.push((Occur::Must, term(f.agent, a)));
-        }
-        if filters.since_ms.is_some() || filters.until_ms.is_some() {
-            let lo = filters.since_ms.map_or(Bound::Unbounded, |v| {
-                Bound::Included(Term::from_field_i64(f.time, v))
-            });
-            let hi = filters.until_ms.map_or(Bound::Unbounded, |v| {
-                Bound::Included(Term::from_field_i64(f.time, v))
-            });
-            c.push((
-                Occur::Must,
-                Box::new(tantivy::query::RangeQuery::new(lo, hi)),
-            ));
-        }
-        // Lifecycles are one of a closed set: the wanted ones are said as
-        // the others excluded, a short list (most documents are active)
-        // that the union skips through instead of being intersected with a
-        // list of nearly every document.
-        let wanted = lifecycles_of(filters);
-        let known = |l: &String| Lifecycle::ALL.iter().any(|k| k.as_str() == l);
-        if wanted.iter().all(known) {
-            let others: Vec<String> = Lifecycle::ALL
-                .iter()
-                .map(|k| k.as_str().to_string())
-                .filter(|k| !wanted.contains(k))
-                .collect();
-            if !others.is_empty() {
-                c.push((Occur::MustNot, any(f.lifecycle, &others)));
-            }
-        } else {
-            c.push((Occur::Must, any(f.lifecycle, &wanted)));
-        }
-        c
     }
 
     /// BM25 over `text` (and, weaker, `context`) among documents passing
@@ -560,6 +368,7 @@ impl Lexical {
             return Ok(LexFound::empty(searcher));
         }
         let (excluded, required): (Vec<_>, Vec<_>) = self
+            .f
             .filter_clauses(filters)
             .into_iter()
             .partition(|(o, _)| *o == Occur::MustNot);
@@ -579,19 +388,7 @@ impl Lexical {
         let top: Vec<(f32, DocAddress)> = searcher
             .search(&q, &TopDocs::with_limit(limit.max(1)).order_by_score())
             .map_err(io)?;
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, addr) in top {
-            let doc: TantivyDocument = searcher.doc(addr).map_err(io)?;
-            hits.push(LexHit {
-                doc_id: doc
-                    .get_first(self.f.doc_id)
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
-                score,
-                matched: Vec::new(),
-                addr,
-            });
-        }
+        let hits = keyed(&searcher, top)?;
         Ok(LexFound {
             searcher,
             terms,
@@ -689,6 +486,34 @@ impl Lexical {
         }
         Ok(())
     }
+}
+
+/// Each hit with its document's key, read from its segment's `key`
+/// column (see [`schema::schema_with`]); its id is the catalog's.
+fn keyed(searcher: &Searcher, top: Vec<(f32, DocAddress)>) -> Result<Vec<LexHit>, IndexError> {
+    let mut columns: HashMap<u32, Column<u64>> = HashMap::new();
+    let mut hits = Vec::with_capacity(top.len());
+    for (score, addr) in top {
+        let column = match columns.entry(addr.segment_ord) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let column = searcher
+                    .segment_reader(addr.segment_ord)
+                    .fast_fields()
+                    .u64("key")
+                    .map_err(|e| IndexError::Corrupt(format!("the lexical key column: {e}")))?;
+                e.insert(column)
+            }
+        };
+        hits.push(LexHit {
+            key: column.first(addr.doc_id).unwrap_or_default(),
+            doc_id: String::new(),
+            score,
+            matched: Vec::new(),
+            addr,
+        });
+    }
+    Ok(hits)
 }
 
 /// A commit's stamp: its opstamp and payload (see [`Lexical::commit_stamp`]).
