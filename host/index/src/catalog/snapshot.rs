@@ -133,13 +133,12 @@ fn decode(bytes: &[u8], stamp: &Stamp) -> Result<Option<Catalog>, &'static str> 
     let strings = (0..r.u32()?)
         .map(|_| r.str().map(Arc::<str>::from))
         .collect::<Result<Vec<_>, _>>()?;
-    let shared = |i: u32| strings.get(i as usize).cloned().ok_or("bad string index");
     let count = usize::try_from(r.u64()?).map_err(|_| "bad count")?;
     // Bounded by what the bytes can hold, whatever the count claims.
     let mut c = Catalog::with_capacity(count.min(r.0.len() / 40));
-    for s in &strings {
-        c.intern(s);
-    }
+    // The catalog's own copies, so each document's are shared as they are.
+    let strings: Vec<Arc<str>> = strings.iter().map(|s| c.intern(s)).collect();
+    let shared = |i: u32| strings.get(i as usize).cloned().ok_or("bad string index");
     for _ in 0..count {
         let key = r.u64()?;
         let embed_sig = r.u64()?;
@@ -165,7 +164,7 @@ fn decode(bytes: &[u8], stamp: &Stamp) -> Result<Option<Catalog>, &'static str> 
             .map(|_| r.u32().and_then(shared))
             .collect::<Result<Vec<_>, _>>()?;
         let locator = r.opt_str()?.map(Arc::from);
-        c.insert_keyed(
+        c.insert_interned(
             key,
             DocMeta {
                 doc_id,
