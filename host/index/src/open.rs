@@ -92,13 +92,16 @@ pub(crate) fn open_lexical(index_dir: &Path) -> Result<OpenedLexical, IndexError
     let (lexical, catalog, watermark, mut rebuild, snapshot) = match attempt() {
         Ok(Some((l, c, wm, state))) => (l, c, wm, false, state),
         Ok(None) => {
-            // A folder set aside before is from a version older still
-            // (it was never rebuilt over): the newer one is kept.
-            if !set_aside.exists() {
-                std::fs::rename(&dir, &set_aside).map_err(|e| {
-                    IndexError::Io(format!("cannot set the earlier lexical index aside: {e}"))
-                })?;
+            // It replaces one set aside before and never rebuilt over
+            // (an older version wrote this one since): this one describes
+            // the vectors as they are.
+            let set_aside_failed = |e: std::io::Error| {
+                IndexError::Io(format!("cannot set the earlier lexical index aside: {e}"))
+            };
+            if set_aside.exists() {
+                std::fs::remove_dir_all(&set_aside).map_err(set_aside_failed)?;
             }
+            std::fs::rename(&dir, &set_aside).map_err(set_aside_failed)?;
             let (l, c, _, state) = recreate("written by another version")?;
             (l, c, 0, true, state)
         }
