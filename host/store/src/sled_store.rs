@@ -82,6 +82,13 @@ pub(crate) fn sled_err(e: sled::Error) -> StoreError {
     }
 }
 
+/// sled's page cache (its default is 1 GiB). A rebuild of the index reads
+/// every record, and at 1M memories filled it: peak RSS 5.18 GB, 4.47 GB
+/// with 256 MiB (and 49 s -> 38 s). Searches were unchanged by it (100k
+/// memories, 8 clients: lexical 1,658 vs 1,662 req/s, hybrid 360 vs 375;
+/// 1M: hybrid 155 vs 161): the OS caches the file either way.
+const SLED_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+
 /// How long to wait for sled's file lock held by this process's own
 /// just-dropped handle (its flusher thread finishes asynchronously).
 const SLED_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -150,6 +157,7 @@ impl SledStore {
                     .path(&db_path)
                     .mode(sled::Mode::HighThroughput)
                     .flush_every_ms(Some(500))
+                    .cache_capacity(SLED_CACHE_BYTES)
                     .open()
             }))
         };
