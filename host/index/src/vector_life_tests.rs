@@ -434,3 +434,30 @@ fn vectors_saved_before_an_earlier_versions_last_commit_are_embedded_again() {
     assert_eq!(embedded(), 2);
     assert!(holds_vector_of(&ix, "m1", "the garden needs watering"));
 }
+
+/// Regression guard: an earlier-format index found while another waits set
+/// aside (an older version wrote it since) replaces it, so the digests
+/// carried are the ones that describe the vectors now.
+#[test]
+fn an_earlier_index_found_beside_one_set_aside_replaces_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = vec![doc("m1", "the garden needs watering", "/a")];
+    {
+        let ix = open_hashed(tmp.path());
+        ix.upsert(first.clone()).unwrap();
+        ix.commit(5).unwrap();
+    }
+    write_earlier_index(tmp.path(), &first, 5);
+    drop(open::open_lexical(tmp.path()).unwrap());
+    assert!(tmp.path().join("lexical.earlier/meta.json").exists());
+    let newer = vec![doc("m1", "holiday plans for august", "/a")];
+    write_earlier_index(tmp.path(), &newer, 7);
+    let opened = open::open_lexical(tmp.path()).unwrap();
+    assert!(opened.rebuild);
+    let carried = opened.carried.expect("the newer index's digests");
+    assert_eq!(carried.watermark, 7);
+    assert_eq!(
+        carried.digests.get(&key_of("m1")),
+        Some(&DocMeta::of(&newer[0]).embed_sig)
+    );
+}
