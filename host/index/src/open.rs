@@ -3,7 +3,7 @@
 //! by another version carries into the rebuild that replaces it.
 
 use crate::SnapshotState;
-use crate::catalog::{Catalog, load_snapshot};
+use crate::catalog::{Catalog, Stamp, load_snapshot};
 use crate::lexical::{Lexical, Opened};
 use mem_core::index::IndexError;
 use std::collections::HashMap;
@@ -61,18 +61,15 @@ pub(crate) fn open_lexical(index_dir: &Path) -> Result<OpenedLexical, IndexError
         };
         let wm = lex.watermark()?;
         let stamp = lex.commit_stamp()?;
-        let (catalog, saved) = match load_snapshot(&snapshot_file, &stamp) {
-            Some(c) => (c, Some(stamp)),
-            None => (Catalog::from_metas(lex.all_metas()?), None),
-        };
+        let (catalog, from_snapshot) = catalog_of(&lex, &snapshot_file, &stamp)?;
         let state = SnapshotState {
             current: stamp,
-            saved,
+            saved: from_snapshot.then_some(stamp),
             saved_at: None,
         };
         Ok(Some((lex, catalog, wm, state)))
     };
-    let recreate = |why: &str| -> Result<(Lexical, Catalog, u64, SnapshotState), IndexError> {
+    let recreate = |why: &str| -> Result<(Lexical, Catalog, SnapshotState), IndexError> {
         match std::fs::remove_dir_all(&dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(IndexError::Io(e.to_string()));
@@ -82,7 +79,7 @@ pub(crate) fn open_lexical(index_dir: &Path) -> Result<OpenedLexical, IndexError
         match attempt()? {
             Some((l, c, _, mut state)) => {
                 state.saved = None;
-                Ok((l, c, 0, state))
+                Ok((l, c, state))
             }
             None => Err(IndexError::Corrupt(format!(
                 "the lexical index was {why} and could not be created again"
@@ -102,12 +99,12 @@ pub(crate) fn open_lexical(index_dir: &Path) -> Result<OpenedLexical, IndexError
                 std::fs::remove_dir_all(&set_aside).map_err(set_aside_failed)?;
             }
             std::fs::rename(&dir, &set_aside).map_err(set_aside_failed)?;
-            let (l, c, _, state) = recreate("written by another version")?;
+            let (l, c, state) = recreate("written by another version")?;
             (l, c, 0, true, state)
         }
         // Derived state: recreate it and let the owner re-index.
         Err(IndexError::Corrupt(_)) => {
-            let (l, c, _, state) = recreate("damaged")?;
+            let (l, c, state) = recreate("damaged")?;
             (l, c, 0, true, state)
         }
         Err(e) => return Err(e),
@@ -128,6 +125,20 @@ pub(crate) fn open_lexical(index_dir: &Path) -> Result<OpenedLexical, IndexError
     })
 }
 
+/// The catalog of `lex`, whose last commit is `stamp`: from the snapshot
+/// file when it describes that commit (then `true`), else from every
+/// document's stored fields.
+fn catalog_of(
+    lex: &Lexical,
+    snapshot: &Path,
+    stamp: &Stamp,
+) -> Result<(Catalog, bool), IndexError> {
+    Ok(match load_snapshot(snapshot, stamp) {
+        Some(c) => (c, true),
+        None => (Catalog::from_metas(lex.all_metas()?), false),
+    })
+}
+
 /// The digests of the index set aside in `dir`, from its catalog's
 /// snapshot when it describes the index's last commit, else from its
 /// stored fields; `None` when it cannot be read (its documents are then
@@ -138,11 +149,7 @@ fn carry(dir: &Path) -> Option<Carried> {
             Opened::Current(l) | Opened::Earlier(l) => l,
         };
         let stamp = lex.commit_stamp()?;
-        let snapshot = dir.join(CATALOG_FILE);
-        let catalog = match load_snapshot(&snapshot, &stamp) {
-            Some(c) => c,
-            None => Catalog::from_metas(lex.all_metas()?),
-        };
+        let (catalog, _) = catalog_of(&lex, &dir.join(CATALOG_FILE), &stamp)?;
         Ok(Carried {
             digests: catalog.iter().map(|(k, m)| (k, m.embed_sig)).collect(),
             watermark: lex.watermark()?,
