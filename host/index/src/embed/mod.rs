@@ -10,16 +10,17 @@ use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::Tensor;
 use parking_lot::Mutex;
-use queries::Queries;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-mod queries;
-
-/// Texts per forward pass.
-const BATCH: usize = 32;
+// One text a forward pass. The graph quantizes its activations with one
+// range per pass, so a text beside others would get a vector that depends
+// on them (a query under load another than alone, a rebuild's vectors
+// other than ingest's); alone, a text's vector is the same wherever it is
+// embedded. Batching bought nothing here anyway: 222 texts/s a core alone,
+// 217 in passes of 32 (length-sorted), on LoCoMo turns.
 /// Longest input in tokens (sentence-transformers' setting for this model).
 const MAX_TOKENS: usize = 256;
 /// Most sessions a pool keeps (each holds its own copy of the weights,
@@ -60,7 +61,6 @@ pub struct OrtEmbedder {
     sessions: Pool,
     tokenizer: Tokenizer,
     input_names: Vec<String>,
-    queries: Queries,
 }
 
 /// One session per core, each running its graph on the calling thread
@@ -160,11 +160,11 @@ fn failed(e: impl std::fmt::Display) -> IndexError {
 }
 
 /// How much a session's creation spends on optimizing the graph. Measured
-/// with the int8 all-MiniLM-L6-v2 on the 2-core dev machine: optimized,
-/// a session takes ~200 ms and ~170 MB more to create and embeds a short
-/// query in ~4 ms; unoptimized, it is created in ~50 ms and a short query
-/// takes ~16 ms, while batches of 32 embed as fast either way (same
-/// vectors within 2e-6).
+/// with the installed graph (int8 products) on the 2-core dev machine:
+/// optimized, a session takes ~110 ms to create and embeds a short query
+/// in ~2 ms; unoptimized, it is created in ~30 ms and a short query takes
+/// ~47 ms (the word-embedding table is turned into floats at every run
+/// instead of once), so one or two queries still cost less unoptimized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SessionStart {
     /// For processes that embed many queries (a server, a batch).
@@ -237,14 +237,17 @@ impl OrtEmbedder {
             },
             tokenizer,
             input_names,
-            queries: Queries::default(),
         })
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
-        let (inputs, mask) = self.inputs(texts)?;
+    /// One text's vector, embedded alone on a free session (or the next
+    /// one in turn).
+    fn embed_alone(&self, text: &str) -> Result<Vec<f32>, IndexError> {
+        let (inputs, mask) = self.inputs(&[text])?;
         self.sessions
-            .with(|session| self.run(session, inputs, &mask))?
+            .with(|session| self.run(session, inputs, &mask))??
+            .pop()
+            .ok_or_else(|| failed("an embedding pass returned no vector"))
     }
 
     /// The model's inputs for `texts` (tokenized, padded to the longest),
@@ -310,43 +313,6 @@ impl OrtEmbedder {
         self.pooled(&dims, data, mask)
     }
 
-    /// The most texts one pass of [`Self::embed_one`] has held.
-    #[cfg(test)]
-    pub(crate) fn largest_query_pass(&self) -> usize {
-        self.queries.largest_pass.load(Ordering::Relaxed)
-    }
-
-    /// Embeds one text (a query) with the others waiting for a session: the
-    /// caller that gets a free session embeds every waiting text in one
-    /// pass (at most [`BATCH`]) and hands each its vector; the others wait
-    /// for theirs or for a session. A text's vector is the same in a pass
-    /// as alone (padding is masked; checked bit for bit).
-    fn embed_one(&self, text: &str) -> Result<Vec<f32>, IndexError> {
-        let queue = &self.queries;
-        let mine = queue.enter(text);
-        loop {
-            let led = self.sessions.try_with(|session| {
-                let pass = queue.take(BATCH);
-                let texts = pass.texts();
-                if texts.is_empty() {
-                    return;
-                }
-                let result = self
-                    .inputs(&texts)
-                    .and_then(|(inputs, mask)| self.run(session, inputs, &mask));
-                pass.answer(result);
-            })?;
-            if led.is_some() {
-                queue.passed.notify_all();
-            }
-            // Not in a pass this caller led: in another's, or no session
-            // was free.
-            if let Some(answer) = queue.answer_for(mine) {
-                return answer;
-            }
-        }
-    }
-
     /// Sentence vectors from the model's output: the mean of the token
     /// vectors over the attention mask (or the model's own pooled vectors),
     /// L2-normalized.
@@ -410,65 +376,42 @@ impl Embedder for OrtEmbedder {
         self.dimensions
     }
 
-    /// Embeds in batches of similar lengths (less padding), as many at
-    /// once as the pool has sessions, returning vectors in input order.
+    /// Embeds each text alone, as many at once as the pool has sessions,
+    /// returning vectors in input order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
-        if let [text] = texts {
-            return Ok(vec![self.embed_one(text)?]);
+        let workers = self.sessions.sessions.len().min(texts.len());
+        if workers <= 1 {
+            return texts.iter().map(|t| self.embed_alone(t)).collect();
         }
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].len());
-        // Fewer texts than a batch per session (a server's worker replaying
-        // the few writes that arrived meanwhile) still use every session.
-        let sessions = self.sessions.sessions.len();
-        let size = BATCH.min(texts.len().div_ceil(sessions)).max(1);
-        let groups: Vec<&[usize]> = order.chunks(size).collect();
-        let run = |group: &[usize]| {
-            let batch: Vec<&str> = group.iter().map(|&i| texts[i]).collect();
-            self.embed_batch(&batch)
-        };
-        let workers = sessions.min(groups.len());
-        let embedded: Vec<Result<Vec<Vec<f32>>, IndexError>> = if workers <= 1 {
-            groups.iter().map(|g| run(g)).collect()
-        } else {
-            // Large inputs (ingest): each session takes the next batch.
-            let next = AtomicUsize::new(0);
-            let mut slots: Vec<Option<Result<Vec<Vec<f32>>, IndexError>>> =
-                (0..groups.len()).map(|_| None).collect();
-            std::thread::scope(|s| {
-                let handles: Vec<_> = (0..workers)
-                    .map(|_| {
-                        s.spawn(|| {
-                            let mut mine = Vec::new();
-                            loop {
-                                let g = next.fetch_add(1, Ordering::Relaxed);
-                                let Some(group) = groups.get(g) else {
-                                    break mine;
-                                };
-                                mine.push((g, run(group)));
-                            }
-                        })
+        // Large inputs (ingest): each session takes the next text.
+        let next = AtomicUsize::new(0);
+        let mut out: Vec<Option<Result<Vec<f32>, IndexError>>> =
+            (0..texts.len()).map(|_| None).collect();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(text) = texts.get(i) else {
+                                break mine;
+                            };
+                            mine.push((i, self.embed_alone(text)));
+                        }
                     })
-                    .collect();
-                for (g, r) in handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_default())
-                {
-                    slots[g] = Some(r);
-                }
-            });
-            slots
+                })
+                .collect();
+            for (i, r) in handles
                 .into_iter()
-                .map(|r| r.unwrap_or_else(|| Err(failed("an embedding worker panicked"))))
-                .collect()
-        };
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for (group, vectors) in groups.iter().zip(embedded) {
-            for (&i, v) in group.iter().zip(vectors?) {
-                out[i] = v;
+                .flat_map(|h| h.join().unwrap_or_default())
+            {
+                out[i] = Some(r);
             }
-        }
-        Ok(out)
+        });
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(failed("an embedding worker panicked"))))
+            .collect()
     }
 }
 
