@@ -187,6 +187,16 @@ impl Client {
         }
     }
 
+    /// For a bulk command: the index replays its writes alongside (see
+    /// [`mem_service::Service::index_alongside`]) until the guard drops.
+    /// A server embeds what it is sent with its own worker.
+    pub fn index_alongside(&self) -> MemResult<Option<mem_service::worker::IndexAlongside>> {
+        match self {
+            Client::Local(ws) => ws.service.index_alongside().map(Some),
+            Client::Remote(_) => Ok(None),
+        }
+    }
+
     /// Finishes what this process's writes left for later (processing,
     /// the index); the server's own worker does that for remote writes.
     pub fn finish(&self) {

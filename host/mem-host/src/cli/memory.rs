@@ -286,6 +286,7 @@ fn remember_jsonl(c: &Client, out: &Out, file: &std::path::Path) -> MemResult<()
     let mut lines = Lines::open(file)?;
     let mut failed = 0usize;
     let mut total = 0usize;
+    let _indexing = c.index_alongside()?;
     while let Some(group) = lines.next_group(JSONL_GROUP, JSONL_GROUP_TIME)? {
         let group: Vec<(usize, MemResult<Item>)> = group
             .into_iter()

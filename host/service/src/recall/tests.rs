@@ -520,6 +520,43 @@ fn the_worker_replays_acknowledged_writes_without_a_search() {
 }
 
 #[test]
+fn a_bulk_commands_indexer_replays_writes_while_they_go_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svc = Arc::new(open(tmp.path()));
+    let indexer = svc.index_alongside().unwrap();
+    let before = svc.index().unwrap().unwrap().watermark();
+    for i in 0..5 {
+        remember(
+            &svc,
+            &format!("crate {i} of the ferry cargo"),
+            "fact",
+            "/travel",
+        )
+        .unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while svc.is_index_behind() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the indexer did not replay the writes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(svc.index().unwrap().unwrap().watermark() > before);
+    drop(indexer);
+    // Stopped: a write now waits for the command's finish (or a read).
+    let last = remember(&svc, "the lighthouse keeper waves", "fact", "/travel")
+        .unwrap()
+        .memory
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(svc.is_index_behind());
+    svc.finish_command();
+    assert!(!svc.is_index_behind());
+    assert!(search(&svc, "lighthouse keeper").contains(&last.id));
+}
+
+#[test]
 fn concurrent_writers_each_find_their_own_write_at_once() {
     let tmp = tempfile::tempdir().unwrap();
     let svc = Arc::new(open(tmp.path()));
