@@ -18,7 +18,7 @@
 //! anew; every other byte of the file is copied as it was. The output
 //! depends on nothing but the input, so its digest can be pinned.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use wire::{Value, parse, put_bytes, put_varint, put_varint_field, varint};
 
 mod wire;
@@ -172,7 +172,7 @@ fn rewrite_graph(graph: &[u8]) -> Result<Vec<u8>, RewriteError> {
     }
 
     let mut replaced: HashMap<usize, Vec<u8>> = HashMap::new();
-    let mut dropped: Vec<usize> = Vec::new();
+    let mut dropped: HashSet<usize> = HashSet::new();
     for (matmul, mul, cast, scale, weights, columns) in rewrites {
         let (field, n) = &nodes[matmul];
         let a = n.inputs[0].clone();
@@ -184,8 +184,8 @@ fn rewrite_graph(graph: &[u8]) -> Result<Vec<u8>, RewriteError> {
                 &[a, weights, scale.clone()],
             ),
         );
-        dropped.push(nodes[mul].0);
-        dropped.push(nodes[cast].0);
+        dropped.insert(nodes[mul].0);
+        dropped.insert(nodes[cast].0);
         if let Some((field, t)) = inits.get(&scale) {
             replaced.insert(*field, t.encode_with_dims(&[columns]));
         }

@@ -501,20 +501,26 @@ fn a_remember_is_acknowledged_before_the_index_replays_it_and_still_found() {
     assert!(!svc.is_index_behind());
 }
 
+/// Waits (up to 20 s) until a background thread, `who`, replayed every
+/// acknowledged write into the index.
+fn wait_until_replayed(svc: &Service, who: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while svc.is_index_behind() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{who} did not replay the writes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn the_worker_replays_acknowledged_writes_without_a_search() {
     let tmp = tempfile::tempdir().unwrap();
     let svc = Arc::new(open(tmp.path()));
     let worker = svc.spawn_worker().unwrap();
     remember(&svc, "the ferry leaves at noon", "fact", "/travel").unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while svc.is_index_behind() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the worker did not replay the write"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until_replayed(&svc, "the worker");
     worker.stop().unwrap();
     assert_eq!(search(&svc, "ferry noon").len(), 1);
 }
@@ -534,14 +540,7 @@ fn a_bulk_commands_indexer_replays_writes_while_they_go_on() {
         )
         .unwrap();
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while svc.is_index_behind() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the indexer did not replay the writes"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until_replayed(&svc, "the indexer");
     assert!(svc.index().unwrap().unwrap().watermark() > before);
     drop(indexer);
     // Stopped: a write now waits for the command's finish (or a read).
