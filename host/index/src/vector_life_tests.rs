@@ -461,3 +461,85 @@ fn an_earlier_index_found_beside_one_set_aside_replaces_it() {
         Some(&DocMeta::of(&newer[0]).embed_sig)
     );
 }
+
+/// Documents whose vectors go into the graph in several parts (each part
+/// inserted while the next is embedded).
+fn many_docs(n: usize) -> Vec<IndexDoc> {
+    (0..n)
+        .map(|i| {
+            doc(
+                &format!("m{i}"),
+                &format!("note {i} about topic{i} and more{i}"),
+                "/a",
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_group_embedded_in_overlapping_parts_stores_every_vector_under_its_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = NativeIndex::open(tmp.path(), Some(Arc::new(WordHashEmbedder)), None).unwrap();
+    let docs = many_docs(3 * semantic::INSERT_PART + 5);
+    ix.upsert(docs.clone()).unwrap();
+    ix.commit(1).unwrap();
+    assert_eq!(ix.stats().vectors, docs.len() as u64);
+    let sem = ix.semantic.as_ref().unwrap();
+    assert!(sem.failed.lock().is_none());
+    let vectors = sem.vectors.read();
+    for d in &docs {
+        let want = &WordHashEmbedder.embed(&[d.text.as_str()]).unwrap()[0];
+        let got = vectors
+            .get(key_of(&d.doc_id))
+            .expect("a vector for every document");
+        // Kept in half precision.
+        assert!(
+            want.iter().zip(&got).all(|(a, b)| (a - b).abs() < 1e-2),
+            "{}",
+            d.doc_id
+        );
+    }
+}
+
+/// Fails every text after the first `ok` it was asked for.
+struct FailsAfter(usize, std::sync::atomic::AtomicUsize);
+
+impl Embedder for FailsAfter {
+    fn model_id(&self) -> &str {
+        WordHashEmbedder.model_id()
+    }
+    fn dimensions(&self) -> usize {
+        WordHashEmbedder.dimensions()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        if self.1.fetch_add(texts.len(), Ordering::SeqCst) + texts.len() > self.0 {
+            return Err(IndexError::Embedding("the model ran out".into()));
+        }
+        WordHashEmbedder.embed(texts)
+    }
+}
+
+#[test]
+fn an_embedding_failure_in_a_later_part_of_a_group_fails_the_lane_visibly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let embedder = Arc::new(FailsAfter(
+        2 * semantic::INSERT_PART,
+        std::sync::atomic::AtomicUsize::new(0),
+    ));
+    let ix = NativeIndex::open(tmp.path(), Some(embedder), None).unwrap();
+    ix.upsert(many_docs(4 * semantic::INSERT_PART)).unwrap();
+    ix.commit(1).unwrap();
+    let r = ix.search(&req("topic7", SearchFilters::default())).unwrap();
+    let semantic = r.lanes.iter().find(|l| l.lane == Lane::Semantic).unwrap();
+    assert_eq!(semantic.status, LaneStatus::Failed, "{r:?}");
+    assert!(
+        semantic
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("ran out"),
+        "{r:?}"
+    );
+    // The lexical lane still finds every document.
+    assert_eq!(ids(&r), ["m7"]);
+}
