@@ -6,9 +6,10 @@ use super::tests::{WordHashEmbedder, doc, ids, kill, open_hashed, req, secret_an
 use super::*;
 use mem_core::index::SearchFilters;
 
-/// Counts the texts it embeds, delegating to [`WordHashEmbedder`].
+/// Counts the texts it embeds, delegating to [`WordHashEmbedder`]; with a
+/// limit, fails every text past it.
 #[derive(Default)]
-struct CountingEmbedder(std::sync::atomic::AtomicUsize);
+struct CountingEmbedder(std::sync::atomic::AtomicUsize, Option<usize>);
 
 impl Embedder for CountingEmbedder {
     fn model_id(&self) -> &str {
@@ -18,7 +19,10 @@ impl Embedder for CountingEmbedder {
         WordHashEmbedder.dimensions()
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
-        self.0.fetch_add(texts.len(), Ordering::SeqCst);
+        let before = self.0.fetch_add(texts.len(), Ordering::SeqCst);
+        if self.1.is_some_and(|limit| before + texts.len() > limit) {
+            return Err(IndexError::Embedding("the model ran out".into()));
+        }
         WordHashEmbedder.embed(texts)
     }
 }
@@ -501,30 +505,12 @@ fn a_group_embedded_in_overlapping_parts_stores_every_vector_under_its_key() {
     }
 }
 
-/// Fails every text after the first `ok` it was asked for.
-struct FailsAfter(usize, std::sync::atomic::AtomicUsize);
-
-impl Embedder for FailsAfter {
-    fn model_id(&self) -> &str {
-        WordHashEmbedder.model_id()
-    }
-    fn dimensions(&self) -> usize {
-        WordHashEmbedder.dimensions()
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
-        if self.1.fetch_add(texts.len(), Ordering::SeqCst) + texts.len() > self.0 {
-            return Err(IndexError::Embedding("the model ran out".into()));
-        }
-        WordHashEmbedder.embed(texts)
-    }
-}
-
 #[test]
 fn an_embedding_failure_in_a_later_part_of_a_group_fails_the_lane_visibly() {
     let tmp = tempfile::tempdir().unwrap();
-    let embedder = Arc::new(FailsAfter(
-        2 * semantic::INSERT_PART,
-        std::sync::atomic::AtomicUsize::new(0),
+    let embedder = Arc::new(CountingEmbedder(
+        Default::default(),
+        Some(2 * semantic::INSERT_PART),
     ));
     let ix = NativeIndex::open(tmp.path(), Some(embedder), None).unwrap();
     ix.upsert(many_docs(4 * semantic::INSERT_PART)).unwrap();

@@ -43,6 +43,16 @@ pub(crate) fn make_graph(dir: &Path, model: &ModelSpec, g: &MadeGraph) -> MemRes
     }
     let dest = graph_path(dir, model, g);
     write_verified(&dest, &made)?;
+    for old in g.replaces {
+        let old = dir.join(model.name).join(old);
+        match std::fs::remove_file(&old) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                // Only space is lost; the new graph is in place.
+                tracing::warn!("cannot delete {}: {e}", old.display());
+            }
+            _ => {}
+        }
+    }
     Ok(dest)
 }
 
@@ -366,6 +376,35 @@ mod tests {
         assert_eq!(err.code, ErrorCode::ProviderUnavailable);
         assert_eq!(err.details["file"], g.from);
         assert!(!graph_path(dir.path(), m, &g).exists());
+    }
+
+    #[test]
+    fn making_the_graph_deletes_the_one_an_earlier_version_made() {
+        let m = spec(DEFAULT_MODEL).unwrap();
+        let g = m.graph.expect("the default model runs a made graph");
+        let source = m.assets.iter().find(|a| a.file == g.from).unwrap();
+        let installed = asset_path(&models_dir().unwrap(), m, source);
+        assert!(
+            installed.is_file(),
+            "run `mem-host model install` first: {} is missing",
+            installed.display()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let from = asset_path(dir.path(), m, source);
+        std::fs::create_dir_all(from.parent().unwrap()).unwrap();
+        std::fs::copy(&installed, &from).unwrap();
+        let earlier: Vec<PathBuf> = g.replaces.iter().map(|f| from.with_file_name(f)).collect();
+        assert!(!earlier.is_empty());
+        for f in &earlier {
+            std::fs::write(f, b"a graph an earlier version made").unwrap();
+        }
+        // Made, and its pinned digest checked.
+        let made = make_graph(dir.path(), m, &g).unwrap();
+        assert_eq!(made, graph_path(dir.path(), m, &g));
+        assert!(made.is_file());
+        for f in &earlier {
+            assert!(!f.exists(), "{} is left behind", f.display());
+        }
     }
 
     #[test]

@@ -160,11 +160,11 @@ fn failed(e: impl std::fmt::Display) -> IndexError {
 }
 
 /// How much a session's creation spends on optimizing the graph. Measured
-/// with the installed graph (int8 products) on the 2-core dev machine:
-/// optimized, a session takes ~110 ms to create and embeds a short query
-/// in ~2 ms; unoptimized, it is created in ~30 ms and a short query takes
-/// ~47 ms (the word-embedding table is turned into floats at every run
-/// instead of once), so one or two queries still cost less unoptimized.
+/// with the installed graph (int8 products, embedding rows gathered before
+/// they are turned into floats) on the 2-core dev machine: optimized, a
+/// session takes ~110 ms to create and embeds a short query in ~2 ms;
+/// unoptimized, it is created in ~30 ms and a short query takes ~15 ms,
+/// so one or two queries cost much less unoptimized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SessionStart {
     /// For processes that embed many queries (a server, a batch).
