@@ -125,6 +125,10 @@ impl NativeIndex {
                 })
                 .collect()
         };
+        if stale.is_empty() {
+            // Every vector kept: no write lock for searches to wait on.
+            return Ok(());
+        }
         let embed = |part: &[usize]| -> Result<Vec<(u64, Vec<f32>)>, IndexError> {
             let texts: Vec<&str> = part.iter().map(|&i| embedding_text(&docs[i])).collect();
             let vecs = sem.embedder.embed(&texts)?;

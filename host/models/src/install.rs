@@ -43,17 +43,20 @@ pub(crate) fn make_graph(dir: &Path, model: &ModelSpec, g: &MadeGraph) -> MemRes
     }
     let dest = graph_path(dir, model, g);
     write_verified(&dest, &made)?;
-    for old in g.replaces {
-        let old = dir.join(model.name).join(old);
-        match std::fs::remove_file(&old) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                // Only space is lost; the new graph is in place.
-                tracing::warn!("cannot delete {}: {e}", old.display());
-            }
-            _ => {}
+    drop_replaced(&dest, g);
+    Ok(dest)
+}
+
+/// Deletes the graphs earlier versions made in place of `g` (made at
+/// `made`). Only space is lost when one cannot be deleted.
+fn drop_replaced(made: &Path, g: &MadeGraph) {
+    for old in g.replaces.iter().map(|f| made.with_file_name(f)) {
+        if let Err(e) = std::fs::remove_file(&old)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!("cannot delete {}: {e}", old.display());
         }
     }
-    Ok(dest)
 }
 
 fn install_error(msg: String) -> MemError {
@@ -282,7 +285,9 @@ pub fn install_into(name: &str, dir: &Path, base: &str) -> MemResult<Vec<(String
         actions.push((a.file, "downloaded"));
     }
     if let Some(g) = &m.graph {
-        if sha256_file(&graph_path(&dir, m, g)).as_deref() == Some(g.sha256) {
+        let made = graph_path(&dir, m, g);
+        if sha256_file(&made).as_deref() == Some(g.sha256) {
+            drop_replaced(&made, g);
             actions.push((g.file, "already_verified"));
         } else {
             make_graph(&dir, m, g)?;
@@ -405,6 +410,14 @@ mod tests {
         for f in &earlier {
             assert!(!f.exists(), "{} is left behind", f.display());
         }
+        // An earlier binary made its graph again beside the current one:
+        // an install that finds the current graph verified deletes it too.
+        for f in &earlier {
+            std::fs::write(f, b"made again").unwrap();
+        }
+        drop_replaced(&made, &g);
+        assert!(made.is_file(), "the current graph is kept");
+        assert!(earlier.iter().all(|f| !f.exists()));
     }
 
     #[test]

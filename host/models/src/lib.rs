@@ -321,7 +321,9 @@ pub fn report(verify: bool) -> MemResult<ModelsReport> {
 }
 
 /// The files of the active model, or why there is none (a hint to show in
-/// the semantic lane's report). Checks presence only: no hashing, no network.
+/// the semantic lane's report). Checks presence only: no hashing, no
+/// network; a made graph missing beside its asset (an install of an earlier
+/// version) is made here, once.
 pub fn active_files() -> Result<EmbedderFiles, String> {
     let dir = models_dir().map_err(|e| e.message)?;
     let name = read_active(&dir)
@@ -335,8 +337,6 @@ pub fn active_files() -> Result<EmbedderFiles, String> {
             .map(|a| asset_path(&dir, m, a))
             .filter(|p| p.is_file())
     };
-    // A made graph missing beside its asset (installed by an earlier
-    // version) is made now, once.
     let graph = match m.graph {
         None => find("model.onnx"),
         Some(g) => match graph_path(&dir, m, &g) {
