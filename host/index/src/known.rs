@@ -44,7 +44,7 @@ impl NativeIndex {
 }
 
 /// An embedder that answers texts the index already embedded from their
-/// stored vectors (half precision, as the semantic lane compares them) and
+/// stored vectors (16-bit floats, as the semantic lane compares them) and
 /// passes the rest to the model. The index opens on first use, after the
 /// plugins are attached: until it is open every text goes to the model.
 pub struct KnownFirst {

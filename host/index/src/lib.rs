@@ -37,6 +37,7 @@ use vectors::Vectors;
 
 pub use embed::{EmbedderFiles, LazyEmbedder, OrtEmbedder, SessionStart};
 pub use known::KnownFirst;
+pub use vectors::graph_options;
 
 /// Candidates each lane contributes to fusion, at least.
 const MIN_LANE_DEPTH: usize = 60;

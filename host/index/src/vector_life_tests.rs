@@ -110,10 +110,7 @@ fn the_plugins_embedder_answers_indexed_texts_from_their_vectors() {
     assert_eq!(got[1], fresh[1]);
     let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 2e-3);
     assert_eq!(got[0].len(), fresh[0].len());
-    assert!(
-        close(&got[0], &fresh[0]),
-        "the stored (half precision) vector"
-    );
+    assert!(close(&got[0], &fresh[0]), "the stored (16-bit) vector");
     // A text the model answered is kept: asked again, it is not embedded
     // again (a step of relations asks for the same candidates per item).
     let before = embedded();
@@ -194,7 +191,7 @@ fn vector_saves_are_deferred_and_a_kill_reopens_at_the_last_save() {
 }
 
 /// The vector the index holds for `doc_id`, and the one the test
-/// embedder gives `text` (stored vectors are half precision).
+/// embedder gives `text` (stored vectors are 16-bit floats).
 fn holds_vector_of(ix: &NativeIndex, doc_id: &str, text: &str) -> bool {
     let held = ix
         .semantic
@@ -496,7 +493,7 @@ fn a_group_embedded_in_overlapping_parts_stores_every_vector_under_its_key() {
         let got = vectors
             .get(key_of(&d.doc_id))
             .expect("a vector for every document");
-        // Kept in half precision.
+        // Kept in 16 bits.
         assert!(
             want.iter().zip(&got).all(|(a, b)| (a - b).abs() < 1e-2),
             "{}",
