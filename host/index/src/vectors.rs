@@ -78,7 +78,8 @@ impl std::fmt::Debug for Vectors {
 /// earlier float16, expansion 128/128 in brackets): an insert 280-370 us
 /// (870), a search 740 us (1,190), recall@10 0.980 (0.976). A saved index
 /// opens as it was saved (usearch reads the scalar kind from the file), so
-/// a workspace indexed before keeps its float16 vectors until `reindex`.
+/// a workspace indexed before keeps its float16 vectors until they are
+/// made again (a model change, or the index folder removed and `reindex`).
 /// `cargo bench -p mem-index --bench graph` measures them again.
 pub fn graph_options(dimensions: usize) -> IndexOptions {
     IndexOptions {
