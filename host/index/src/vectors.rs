@@ -73,10 +73,11 @@ impl std::fmt::Debug for Vectors {
 
 /// The graph's settings for a new index. Vectors are kept as bfloat16: it
 /// widens to float32 with a shift (and on AVX-512 BF16 cores its cosine is
-/// one dot-product instruction), where float16 needs a conversion. Measured on 100k of
-/// the serve bench's vectors, one thread, against exact top-10 (the
-/// earlier float16, expansion 128/128 in brackets): an insert 280-370 us
-/// (870), a search 740 us (1,190), recall@10 0.980 (0.976). A saved index
+/// one dot-product instruction), where float16 needs a conversion.
+/// Measured on 100k of the serve bench's vectors, one thread, against
+/// exact top-10 (the earlier float16, expansion 128/128 in brackets): an
+/// insert 280-370 us (870), a search 740 us (1,190), recall@10 0.980
+/// (0.976). A saved index
 /// opens as it was saved (usearch reads the scalar kind from the file), so
 /// a workspace indexed before keeps its float16 vectors until they are
 /// made again (a model change, or the index folder removed and `reindex`).
@@ -440,13 +441,8 @@ mod tests {
     fn vectors_saved_in_float16_by_an_earlier_version_open_answer_and_take_new_ones() {
         let dir = tempfile::tempdir().expect("temp dir");
         let earlier = Index::new(&IndexOptions {
-            dimensions: DIMS,
-            metric: MetricKind::Cos,
             quantization: ScalarKind::F16,
-            connectivity: 16,
-            expansion_add: 128,
-            expansion_search: 128,
-            multi: false,
+            ..graph_options(DIMS)
         })
         .expect("index");
         earlier.reserve(16).expect("reserve");

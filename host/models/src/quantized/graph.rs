@@ -53,6 +53,7 @@ pub(super) fn int_attribute(name: &str, value: u64) -> Vec<u8> {
 }
 
 /// The parts of a `NodeProto` the rewrite reads; the rest is kept encoded.
+#[derive(Default)]
 pub(super) struct Node<'a> {
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
@@ -67,15 +68,7 @@ pub(super) struct Node<'a> {
 
 impl<'a> Node<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Self, RewriteError> {
-        let mut n = Node {
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            name: None,
-            op_type: String::new(),
-            domain: String::new(),
-            ints: Vec::new(),
-            rest: Vec::new(),
-        };
+        let mut n = Node::default();
         for f in parse(bytes)? {
             match f.number {
                 NODE_INPUT => n.inputs.push(f.string()?),
@@ -132,6 +125,7 @@ impl<'a> Node<'a> {
 }
 
 /// The parts of a `TensorProto` the rewrite reads.
+#[derive(Default)]
 pub(super) struct Tensor<'a> {
     pub name: String,
     pub dims: Vec<i64>,
@@ -142,12 +136,7 @@ pub(super) struct Tensor<'a> {
 
 impl<'a> Tensor<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Self, RewriteError> {
-        let mut t = Tensor {
-            name: String::new(),
-            dims: Vec::new(),
-            data_type: 0,
-            rest: Vec::new(),
-        };
+        let mut t = Tensor::default();
         for f in parse(bytes)? {
             match (f.number, f.value) {
                 (TENSOR_DIMS, Value::Varint(v)) => t.dims.push(v as i64),
