@@ -23,6 +23,7 @@
 mod fixtures;
 mod profile;
 mod sketch;
+mod words;
 
 use mem_plugin_sdk::types::*;
 use mem_plugin_sdk::{RelationDetector, config};

@@ -3,11 +3,10 @@
 
 use std::collections::BTreeSet;
 
-use mem_plugin_sdk::text::is_stopword;
-
 use crate::sketch::Sketch;
+use crate::words::{class, is_number};
 
-const NEGATIONS: &[&str] = &[
+pub(crate) const NEGATIONS: &[&str] = &[
     "not",
     "no",
     "never",
@@ -27,7 +26,7 @@ const NEGATIONS: &[&str] = &[
 ];
 
 /// Words that carry neither subject nor claim (auxiliaries, intensifiers).
-const FILLER: &[&str] = &[
+pub(crate) const FILLER: &[&str] = &[
     "is",
     "are",
     "was",
@@ -109,16 +108,12 @@ pub struct Profile {
     pub sketch: Sketch,
 }
 
-fn is_number(w: &str) -> bool {
-    w.chars().any(|c| c.is_ascii_digit())
-}
-
 fn is_negation(w: &str) -> bool {
-    NEGATIONS.contains(&w)
+    class(w).negation
 }
 
 pub(crate) fn is_content(w: &str) -> bool {
-    !is_stopword(w) && !FILLER.contains(&w) && !is_negation(w) && !is_number(w)
+    class(w).is_content(w)
 }
 
 /// A crude stem, enough to match `runs` with `run` and `uses` with `use`.
@@ -307,10 +302,8 @@ impl Profile {
         self.tokens
             .iter()
             .filter(|w| {
-                !is_stopword(w)
-                    && !FILLER.contains(&w.as_str())
-                    && !is_number(w)
-                    && !other_stems.contains(stem(w))
+                let c = class(w);
+                !c.stopword && !c.filler && !is_number(w) && !other_stems.contains(stem(w))
             })
             .collect()
     }

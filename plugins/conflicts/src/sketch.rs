@@ -3,7 +3,8 @@
 //! relation needs; a candidate below it is passed over without building
 //! its whole profile.
 
-use crate::profile::{each_token, is_content, stem};
+use crate::profile::{each_token, stem};
+use crate::words::class;
 
 /// Pairs of words that state opposite claims about one subject.
 pub(crate) const OPPOSITES: &[(&str, &str)] = &[
@@ -51,12 +52,6 @@ fn hash(word: &str) -> u64 {
     })
 }
 
-fn marks_of(word: &str) -> u64 {
-    OPPOSITES.iter().enumerate().fold(0, |m, (k, &(x, y))| {
-        m | (u64::from(word == x) << (2 * k)) | (u64::from(word == y) << (2 * k + 1))
-    })
-}
-
 impl Sketch {
     /// The sketch of a text, read without keeping its words.
     pub fn of(text: &str) -> Sketch {
@@ -73,8 +68,9 @@ impl Sketch {
     }
 
     fn add(&mut self, word: &str) {
-        self.marks |= marks_of(word);
-        if is_content(word) {
+        let class = class(word);
+        self.marks |= class.marks;
+        if class.is_content(word) {
             self.stems.push(hash(stem(word)));
         }
     }
