@@ -27,7 +27,7 @@ use mem_core::index::{
     SearchIndex, SearchRequest, SearchResponse,
 };
 use open::{OpenedLexical, catalog_file, open_lexical, set_aside_gone};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard, RwLockWriteGuard};
 use semantic::{MIN_SIMILARITY, Semantic};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -388,7 +388,11 @@ impl SearchIndex for NativeIndex {
                 vectors.remove(key)?;
             }
             if sem.failed.lock().is_none() && vectors.save_due() {
-                vectors.save(watermark)?;
+                // Written while searches go on (seconds at 1M vectors);
+                // changes wait, so what is marked saved is what was written.
+                let vectors = RwLockWriteGuard::downgrade_to_upgradable(vectors);
+                let took = vectors.write_files(watermark)?;
+                RwLockUpgradableReadGuard::upgrade(vectors).saved(watermark, took);
             }
         }
         Ok(())
