@@ -3,8 +3,10 @@
 //! relation needs; a candidate below it is passed over without building
 //! its whole profile.
 
+use std::hash::Hasher;
+
 use crate::profile::{each_token, stem};
-use crate::words::class;
+use crate::words::{Fnv, class};
 
 /// Pairs of words that state opposite claims about one subject.
 pub(crate) const OPPOSITES: &[(&str, &str)] = &[
@@ -47,9 +49,9 @@ pub struct Sketch {
 
 /// FNV-1a: stable, and plenty for telling a text's few dozen words apart.
 fn hash(word: &str) -> u64 {
-    word.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    let mut h = Fnv::default();
+    h.write(word.as_bytes());
+    h.finish()
 }
 
 impl Sketch {

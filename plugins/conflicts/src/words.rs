@@ -23,9 +23,9 @@ pub(crate) struct Class {
     pub marks: u64,
 }
 
-/// FNV-1a over the word's bytes: the table's words are a few hundred
-/// short ASCII words, no input chooses them.
-struct Fnv(u64);
+/// FNV-1a over a word's bytes: cheap for short words, and the table's
+/// keys are fixed (no input chooses what collides in it).
+pub(crate) struct Fnv(u64);
 
 impl Default for Fnv {
     fn default() -> Self {
