@@ -240,8 +240,10 @@ impl Vectors {
             .to_str()
             .ok_or_else(|| IndexError::Io("index path is not UTF-8".into()))?;
         let viewed = self.index.size();
-        self.index = new_index(self.state.dimensions)?;
+        // Both made before the view goes: a failure past this point views
+        // the file again.
         let index = new_index(self.state.dimensions)?;
+        self.index = new_index(self.state.dimensions)?;
         let read_in = index
             .load(path)
             .map_err(io)
