@@ -20,7 +20,7 @@ mod query_cache;
 mod semantic;
 mod vectors;
 
-use catalog::{Catalog, DocMeta, Stamp, encode_snapshot, key_of, save_snapshot};
+use catalog::{Catalog, DocMeta, Stamp, key_of, save_snapshot};
 use fusion::{Fusion, fuse, prefer_period};
 use mem_core::index::{
     Embedder, IndexDoc, IndexError, IndexHit, IndexStats, Lane, LaneReport, LaneStatus,
@@ -197,12 +197,12 @@ impl NativeIndex {
         if state.saved == Some(stamp) {
             return Ok(());
         }
-        let bytes = encode_snapshot(&stamp, &catalog);
+        let failed = |e: std::io::Error| IndexError::Io(format!("cannot save the catalog: {e}"));
+        let saving = save_snapshot(&catalog_file(&self.dir), &stamp, &catalog).map_err(failed)?;
         // Commits wait for the catalog's lock, and searches behind them:
-        // the file is written and synced without it.
+        // the file is synced without it.
         drop(catalog);
-        save_snapshot(&catalog_file(&self.dir), &bytes)
-            .map_err(|e| IndexError::Io(format!("cannot save the catalog: {e}")))?;
+        saving.finish().map_err(failed)?;
         state.saved = Some(stamp);
         state.saved_at = Some(std::time::Instant::now());
         Ok(())
@@ -299,7 +299,7 @@ impl SearchIndex for NativeIndex {
                     let key = key_of(&m.doc_id);
                     let committed = || {
                         (!staged.cleared)
-                            .then(|| c.get(key).map(|old| old.embed_sig))
+                            .then(|| c.get(key).map(|old| old.embed_sig()))
                             .flatten()
                     };
                     let was = retired
@@ -509,7 +509,7 @@ impl SearchIndex for NativeIndex {
         let catalog = self.catalog.read();
         for h in &mut lex.hits {
             if let Some(m) = catalog.get(h.key) {
-                h.doc_id = m.doc_id.to_string();
+                h.doc_id = m.doc_id().to_string();
             }
         }
         let mut fused = fuse(FUSION, &lex.hits, &sem_hits);
@@ -517,7 +517,7 @@ impl SearchIndex for NativeIndex {
             prefer_period(&mut fused, PERIOD_BOOST, |doc_id| {
                 catalog
                     .by_doc_id(doc_id)
-                    .is_some_and(|m| period.contains(m.time_ms))
+                    .is_some_and(|m| period.contains(m.time_ms()))
             });
         }
         let kept: Vec<_> = fused
@@ -539,12 +539,12 @@ impl SearchIndex for NativeIndex {
                     .map(|r| lex.hits[r as usize - 1].matched.clone())
                     .unwrap_or_default(),
                 doc_id: f.doc_id,
-                record_id: m.record_id.to_string(),
-                source: m.source,
+                record_id: m.record_id().to_string(),
+                source: m.source(),
                 score: f.score,
                 lexical_rank: f.lexical_rank,
                 semantic_rank: f.semantic_rank,
-                locator: m.locator.as_deref().map(str::to_string),
+                locator: m.locator().map(str::to_string),
                 in_period: f.in_period,
             })
             .collect();

@@ -151,7 +151,7 @@ fn carry(dir: &Path) -> Option<Carried> {
         let stamp = lex.commit_stamp()?;
         let (catalog, _) = catalog_of(&lex, &dir.join(CATALOG_FILE), &stamp)?;
         Ok(Carried {
-            digests: catalog.iter().map(|(k, m)| (k, m.embed_sig)).collect(),
+            digests: catalog.iter().map(|(k, m)| (k, m.embed_sig())).collect(),
             watermark: lex.watermark()?,
         })
     };

@@ -90,7 +90,7 @@ impl Semantic {
             // it), else retired, else the committed catalog's.
             if !staged.cleared {
                 for (key, m) in catalog.iter() {
-                    retired.entry(key).or_insert(m.embed_sig);
+                    retired.entry(key).or_insert(m.embed_sig());
                 }
             }
             retired.extend(staged.sigs.iter().map(|(k, s)| (*k, *s)));
@@ -221,7 +221,7 @@ impl NativeIndex {
         let hits = found
             .into_iter()
             .filter(|(_, s)| *s >= floor)
-            .filter_map(|(k, s)| catalog.get(k).map(|m| (m.doc_id.to_string(), s)))
+            .filter_map(|(k, s)| catalog.get(k).map(|m| (m.doc_id().to_string(), s)))
             .collect();
         Ok(SemanticHits { hits, below_floor })
     }

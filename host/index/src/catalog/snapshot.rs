@@ -14,11 +14,12 @@
 //! is the doc id), indexes into the table for path, kind, lifecycle, agent
 //! and tags, and its locator.
 
-use super::{Catalog, DocMeta};
+use super::Catalog;
+use super::docs::{Doc, NO_AGENT};
 use mem_core::index::SourceKind;
-use rustc_hash::FxHashMap;
-use std::io::Write;
-use std::path::Path;
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const MAGIC: &[u8; 8] = b"MHCAT\x001\n";
@@ -42,79 +43,140 @@ pub(crate) fn load(path: &Path, stamp: &Stamp) -> Option<Catalog> {
     }
 }
 
-/// Writes a snapshot [`encode`]d earlier (atomically), so the catalog's
-/// lock need not be held while the file is written and synced.
-pub(crate) fn save(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes `catalog`'s snapshot of `stamp` to a temporary file beside
+/// `path`, streamed (at 1M documents it is about 100 MB, and a buffer of it
+/// was the serving process's peak). [`Saving::finish`] syncs it and puts it
+/// in place: the caller lets the catalog's lock go in between.
+pub(crate) fn save(path: &Path, stamp: &Stamp, catalog: &Catalog) -> io::Result<Saving> {
     let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_data()?;
-    drop(f);
-    std::fs::rename(&tmp, path)
+    let mut file = File::create(&tmp)?;
+    write(&mut file, stamp, catalog)?;
+    Ok(Saving {
+        file,
+        tmp,
+        path: path.to_path_buf(),
+    })
 }
 
-/// `catalog` as the snapshot of `stamp`.
-pub(crate) fn encode(stamp: &Stamp, catalog: &Catalog) -> Vec<u8> {
-    let mut table = Table::default();
-    let mut docs = Vec::with_capacity(catalog.len() * 96);
-    put_u64(&mut docs, catalog.len() as u64);
-    for (key, m) in catalog.iter() {
-        put_u64(&mut docs, key);
-        put_u64(&mut docs, m.embed_sig);
-        put_u64(&mut docs, m.time_ms as u64);
-        docs.push(match m.source {
+/// A snapshot written but not yet synced and in place.
+pub(crate) struct Saving {
+    file: File,
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+impl Saving {
+    pub fn finish(self) -> io::Result<()> {
+        self.file.sync_data()?;
+        drop(self.file);
+        std::fs::rename(&self.tmp, &self.path)
+    }
+}
+
+/// The body is written in pieces of about this many bytes.
+const PIECE: usize = 64 * 1024;
+
+/// A snapshot's body on its way out, a piece at a time, with its CRC.
+struct Body<W> {
+    out: W,
+    piece: Vec<u8>,
+    crc: crc32fast::Hasher,
+}
+
+impl<W: Write> Body<W> {
+    /// Sends the piece on once it is full (`all`: whatever it holds).
+    fn spill(&mut self, all: bool) -> io::Result<()> {
+        if all || self.piece.len() >= PIECE {
+            self.crc.update(&self.piece);
+            self.out.write_all(&self.piece)?;
+            self.piece.clear();
+        }
+        Ok(())
+    }
+}
+
+/// `catalog` as the snapshot of `stamp`, into `out` from its start.
+fn write(out: &mut (impl Write + Seek), stamp: &Stamp, catalog: &Catalog) -> io::Result<()> {
+    // The strings some document uses, renumbered densely (the catalog's
+    // table keeps strings no document uses any more).
+    let table = &catalog.strings.all;
+    let mut index = vec![NONE; table.len()];
+    let mut used = Vec::new();
+    let mut mark = |i: u32| {
+        if let Some(slot) = index.get_mut(i as usize)
+            && *slot == NONE
+        {
+            *slot = used.len() as u32;
+            used.push(i);
+        }
+    };
+    for d in &catalog.docs {
+        for i in [d.path, d.kind, d.lifecycle, d.agent] {
+            mark(i);
+        }
+        for &t in catalog.tag_lists.get(d.tags) {
+            mark(t);
+        }
+    }
+    // An absent agent ([`NO_AGENT`]) lies outside the table: `NONE`.
+    let index_of = |i: u32| index.get(i as usize).copied().unwrap_or(NONE);
+    out.write_all(MAGIC)?;
+    out.write_all(stamp)?;
+    out.write_all(&[0; 4])?; // the body's CRC, once written
+    let mut body = Body {
+        out: &mut *out,
+        piece: Vec::with_capacity(PIECE + 1024),
+        crc: crc32fast::Hasher::new(),
+    };
+    put_u32(&mut body.piece, used.len() as u32);
+    for &i in &used {
+        put_str(&mut body.piece, table.get(i as usize).map_or("", |s| s));
+        body.spill(false)?;
+    }
+    put_u64(&mut body.piece, catalog.len() as u64);
+    for d in &catalog.docs {
+        let piece = &mut body.piece;
+        put_u64(piece, d.key);
+        put_u64(piece, d.embed_sig);
+        put_u64(piece, d.time_ms as u64);
+        piece.push(match d.source {
             SourceKind::Memory => 0,
             SourceKind::File => 1,
         });
-        put_str(&mut docs, &m.doc_id);
-        if m.record_id == m.doc_id {
-            put_u32(&mut docs, NONE);
-        } else {
-            put_str(&mut docs, &m.record_id);
+        put_str(piece, &d.doc_id);
+        match &d.record_id {
+            Some(r) => put_str(piece, r),
+            None => put_u32(piece, NONE),
         }
-        put_u32(&mut docs, table.index_of(&m.path));
-        put_u32(&mut docs, table.index_of(&m.kind));
-        put_u32(&mut docs, table.index_of(&m.lifecycle));
-        let agent = m.agent_id.as_deref().map_or(NONE, |a| table.index_of(a));
-        put_u32(&mut docs, agent);
-        put_u32(&mut docs, m.tags.len() as u32);
-        for t in &m.tags {
-            put_u32(&mut docs, table.index_of(t));
+        put_u32(piece, index_of(d.path));
+        put_u32(piece, index_of(d.kind));
+        put_u32(piece, index_of(d.lifecycle));
+        put_u32(piece, index_of(d.agent));
+        let tags = catalog.tag_lists.get(d.tags);
+        put_u32(piece, tags.len() as u32);
+        for &t in tags {
+            put_u32(piece, index_of(t));
         }
-        match &m.locator {
-            Some(l) => put_str(&mut docs, l),
-            None => put_u32(&mut docs, NONE),
+        match catalog.locators.get(&d.key) {
+            Some(l) => put_str(piece, l),
+            None => put_u32(piece, NONE),
         }
+        body.spill(false)?;
     }
-    let strings = table.strings;
-    let mut body = Vec::with_capacity(docs.len() + strings.len() * 24 + 8);
-    put_u32(&mut body, strings.len() as u32);
-    for s in &strings {
-        put_str(&mut body, s);
-    }
-    body.extend_from_slice(&docs);
-    let mut out = Vec::with_capacity(body.len() + 44);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(stamp);
-    put_u32(&mut out, crc32fast::hash(&body));
-    out.extend_from_slice(&body);
-    out
+    body.spill(true)?;
+    let crc = body.crc.finalize();
+    out.seek(SeekFrom::Start((MAGIC.len() + stamp.len()) as u64))?;
+    out.write_all(&crc.to_le_bytes())?;
+    out.seek(SeekFrom::End(0))?;
+    Ok(())
 }
 
-/// The shared strings in first-seen order, each with its index.
-#[derive(Default)]
-struct Table<'c> {
-    index: FxHashMap<&'c str, u32>,
-    strings: Vec<&'c str>,
-}
-
-impl<'c> Table<'c> {
-    fn index_of(&mut self, s: &'c str) -> u32 {
-        *self.index.entry(s).or_insert_with(|| {
-            self.strings.push(s);
-            (self.strings.len() - 1) as u32
-        })
-    }
+/// `catalog` as the snapshot of `stamp`, in memory.
+#[cfg(test)]
+fn encode(stamp: &Stamp, catalog: &Catalog) -> Vec<u8> {
+    let mut out = io::Cursor::new(Vec::new());
+    write(&mut out, stamp, catalog).expect("writing to memory");
+    out.into_inner()
 }
 
 /// `Ok(None)`: a valid snapshot of another commit.
@@ -131,14 +193,16 @@ fn decode(bytes: &[u8], stamp: &Stamp) -> Result<Option<Catalog>, &'static str> 
         return Err("checksum mismatch");
     }
     let strings = (0..r.u32()?)
-        .map(|_| r.str().map(Arc::<str>::from))
+        .map(|_| r.str())
         .collect::<Result<Vec<_>, _>>()?;
     let count = usize::try_from(r.u64()?).map_err(|_| "bad count")?;
     // Bounded by what the bytes can hold, whatever the count claims.
     let mut c = Catalog::with_capacity(count.min(r.0.len() / 40));
-    // The catalog's own copies, so each document's are shared as they are.
-    let strings: Vec<Arc<str>> = strings.iter().map(|s| c.intern(s)).collect();
-    let shared = |i: u32| strings.get(i as usize).cloned().ok_or("bad string index");
+    // The snapshot's table mapped to the catalog's once, so no document's
+    // strings are hashed again.
+    let strings: Vec<u32> = strings.iter().map(|s| c.string_id(s)).collect();
+    let shared = |i: u32| strings.get(i as usize).copied().ok_or("bad string index");
+    let mut tags = Vec::new();
     for _ in 0..count {
         let key = r.u64()?;
         let embed_sig = r.u64()?;
@@ -149,37 +213,34 @@ fn decode(bytes: &[u8], stamp: &Stamp) -> Result<Option<Catalog>, &'static str> 
             _ => return Err("bad source"),
         };
         let doc_id: Arc<str> = Arc::from(r.str()?);
-        let record_id = match r.opt_str()? {
-            Some(id) => Arc::from(id),
-            None => doc_id.clone(),
-        };
+        let record_id = r.opt_str()?.map(Arc::from);
         let path = shared(r.u32()?)?;
         let kind = shared(r.u32()?)?;
         let lifecycle = shared(r.u32()?)?;
-        let agent_id = match r.u32()? {
-            NONE => None,
-            i => Some(shared(i)?),
+        let agent = match r.u32()? {
+            NONE => NO_AGENT,
+            i => shared(i)?,
         };
-        let tags = (0..r.u32()?)
-            .map(|_| r.u32().and_then(shared))
-            .collect::<Result<Vec<_>, _>>()?;
-        let locator = r.opt_str()?.map(Arc::from);
-        c.insert_interned(
+        tags.clear();
+        for _ in 0..r.u32()? {
+            tags.push(shared(r.u32()?)?);
+        }
+        let tags = c.tag_list_id(&tags);
+        let locator = r.opt_str()?.map(Box::from);
+        let doc = Doc {
             key,
-            DocMeta {
-                doc_id,
-                record_id,
-                source,
-                path,
-                kind,
-                tags,
-                agent_id,
-                lifecycle,
-                time_ms,
-                locator,
-                embed_sig,
-            },
-        );
+            embed_sig,
+            time_ms,
+            doc_id,
+            record_id,
+            path,
+            kind,
+            lifecycle,
+            agent,
+            tags,
+            source,
+        };
+        c.put(doc, locator);
     }
     if !r.0.is_empty() {
         return Err("trailing bytes");
@@ -242,6 +303,7 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::DocMeta;
 
     fn catalog() -> Catalog {
         let mut c = Catalog::default();
@@ -268,7 +330,7 @@ mod tests {
     }
 
     fn sorted(c: &Catalog) -> Vec<(u64, DocMeta)> {
-        let mut v: Vec<(u64, DocMeta)> = c.iter().map(|(k, m)| (k, m.clone())).collect();
+        let mut v: Vec<(u64, DocMeta)> = c.iter().map(|(k, m)| (k, m.to_meta())).collect();
         v.sort_by_key(|(k, _)| *k);
         v
     }
@@ -292,6 +354,23 @@ mod tests {
     }
 
     #[test]
+    fn a_snapshot_keeps_only_the_strings_its_documents_use() {
+        let mut c = catalog();
+        let mut gone = c.iter().next().expect("a doc").1.to_meta();
+        gone.doc_id = "lonely".into();
+        gone.record_id = "lonely".into();
+        gone.path = "/only/here".into();
+        c.insert(gone);
+        c.remove_record("lonely");
+        assert!(c.strings.all.iter().any(|s| &**s == "/only/here"));
+        let back = decode(&encode(&[4; 32], &c), &[4; 32])
+            .expect("valid")
+            .expect("same stamp");
+        assert!(!back.strings.all.iter().any(|s| &**s == "/only/here"));
+        assert_eq!(sorted(&back), sorted(&c));
+    }
+
+    #[test]
     fn a_damaged_snapshot_is_refused_not_trusted() {
         let bytes = encode(&[1; 32], &catalog());
         for cut in [0, 10, 44, bytes.len() / 2, bytes.len() - 1] {
@@ -311,10 +390,17 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("catalog.bin");
         assert!(load(&path, &[2; 32]).is_none(), "absent");
-        save(&path, &encode(&[2; 32], &catalog())).expect("save");
+        save(&path, &[2; 32], &catalog())
+            .and_then(Saving::finish)
+            .expect("save");
         let mut smaller = Catalog::default();
-        smaller.insert(catalog().iter().next().expect("a doc").1.clone());
-        save(&path, &encode(&[3; 32], &smaller)).expect("save again");
+        smaller.insert(catalog().iter().next().expect("a doc").1.to_meta());
+        let saving = save(&path, &[3; 32], &smaller).expect("written");
+        assert!(
+            load(&path, &[2; 32]).is_some(),
+            "in place only once finished"
+        );
+        saving.finish().expect("save again");
         assert!(load(&path, &[2; 32]).is_none(), "the old stamp is gone");
         assert_eq!(load(&path, &[3; 32]).expect("loads").len(), 1);
         assert!(!path.with_extension("tmp").exists());
