@@ -86,8 +86,13 @@ pub(crate) fn sled_err(e: sled::Error) -> StoreError {
 /// every record, and at 1M memories filled it: peak RSS 5.18 GB, 4.47 GB
 /// with 256 MiB (and 49 s -> 38 s). Searches were unchanged by it (100k
 /// memories, 8 clients: lexical 1,658 vs 1,662 req/s, hybrid 360 vs 375;
-/// 1M: hybrid 155 vs 161): the OS caches the file either way.
-const SLED_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+/// 1M: hybrid 155 vs 161): the OS caches the file either way. At 64 MiB
+/// a server at 1M memories grew 86 MB under lexical load instead of 314
+/// (the cache's nodes take more memory than sled counts them at), with
+/// hybrid searches unchanged (1M, 8 clients, two runs each: 160 and 164
+/// req/s against 153 and 168) and `remember --jsonl` too (0.81 of the
+/// embedding limit against 0.82).
+const SLED_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How long to wait for sled's file lock held by this process's own
 /// just-dropped handle (its flusher thread finishes asynchronously).
