@@ -187,3 +187,19 @@ fn a_vectors_file_removed_under_the_view_fails_the_change_with_both_reasons() {
         "{err}"
     );
 }
+
+#[test]
+fn a_full_graph_grows_by_an_eighth_and_keeps_every_vector() {
+    assert_eq!(grown(0), 1024);
+    assert_eq!(grown(1_000_000), 1_125_000);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut vectors, _) = Vectors::open(dir.path(), MODEL, DIMS).expect("open");
+    for key in 0..1025u64 {
+        vectors
+            .upsert(key, &three_of(key as usize))
+            .expect("upsert");
+    }
+    assert_eq!(vectors.index.capacity(), 1152, "1024 and an eighth");
+    assert_eq!(vectors.len(), 1025);
+    assert!((0..1025u64).all(|k| vectors.get(k).is_some()));
+}
