@@ -47,9 +47,12 @@ use std::time::{Duration, Instant};
 
 /// Where the bench's workspaces live: `MEM_BENCH_DIR`, else cargo's
 /// scratch folder for benches (a 1M-memory workspace takes hours to build
-/// here; a folder outside `target/` survives `cargo clean`).
+/// here; a folder outside `target/` survives `cargo clean`). Set but empty
+/// counts as unset: taken as a path, it built a workspace in the current
+/// folder.
 fn bench_dir() -> PathBuf {
     std::env::var_os("MEM_BENCH_DIR")
+        .filter(|dir| !dir.is_empty())
         .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from)
 }
 
